@@ -1,0 +1,1 @@
+//! manycore cores, schedulers, cross-core invocations, futures.

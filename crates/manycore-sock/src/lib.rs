@@ -1,0 +1,1 @@
+//! manycore sockets over shared memory with buddy-managed buffers (rckSock).

@@ -1,0 +1,1 @@
+//! manycore fork-join: lazy on-stack execution with stealing on demand (MuSE).

@@ -1,0 +1,126 @@
+//! Synchronisation primitives for manycore: the only crate that touches
+//! `std::sync::atomic` directly.
+//!
+//! * [`atomic`], [`cell`], [`thread`], [`Arc`], [`Mutex`]: a facade that is
+//!   `std` normally and `loom` under `--cfg loom` (the pattern of tokio's
+//!   `loom/` module), so every lock-free protocol above it can be model-checked.
+//! * [`CachePadded`]: keeps a value on its own cache line(s).
+//! * [`Backoff`] and [`SpinBudget`]: bounded spinning. Nothing in manycore spins
+//!   without a bound: on a virtual machine the partner may not be running.
+//! * [`EventCount`]: a futex-backed doorbell (Folly's EventCount protocol) with a
+//!   process-private and a process-shared flavour ([`SharedEventCount`]).
+//! * [`cpu`]: the process's original CPU set, read once before `main`, and
+//!   thread pinning.
+//!
+//! # Example
+//!
+//! ```
+//! use manycore_sync::{EventCount, atomic::{AtomicBool, Ordering, fence}};
+//! use std::sync::Arc;
+//!
+//! let ec = Arc::new(EventCount::new());
+//! let flag = Arc::new(AtomicBool::new(false));
+//! let (ec2, flag2) = (ec.clone(), flag.clone());
+//! let t = std::thread::spawn(move || {
+//!     flag2.store(true, Ordering::Relaxed);
+//!     fence(Ordering::SeqCst); // publish, then look for sleepers
+//!     ec2.notify_all_after_fence();
+//! });
+//! loop {
+//!     if flag.load(Ordering::Relaxed) { break; }
+//!     let key = ec.prepare_wait(); // announce, fence inside
+//!     if flag.load(Ordering::Relaxed) { ec.cancel_wait(); break; }
+//!     ec.wait(key);
+//! }
+//! t.join().unwrap();
+//! ```
+
+#![warn(missing_docs)]
+
+mod backoff;
+mod cache_padded;
+pub mod cpu;
+mod event_count;
+mod raw;
+
+pub use backoff::{Backoff, SpinBudget};
+pub use cache_padded::CachePadded;
+pub use event_count::{EventCount, Private, Scope, Shared, SharedEventCount, WaitKey};
+
+/// Atomics: `std::sync::atomic` normally, `loom::sync::atomic` under `--cfg loom`.
+pub mod atomic {
+    #[cfg(loom)]
+    pub use loom::sync::atomic::{
+        fence, AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8,
+        AtomicUsize,
+    };
+    pub use std::sync::atomic::Ordering;
+    #[cfg(not(loom))]
+    pub use std::sync::atomic::{
+        fence, AtomicBool, AtomicI32, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicU8,
+        AtomicUsize,
+    };
+
+    /// A hint to the CPU (or to loom's scheduler) that this thread is spinning.
+    #[inline]
+    pub fn spin_loop() {
+        #[cfg(loom)]
+        loom::thread::yield_now();
+        #[cfg(not(loom))]
+        std::hint::spin_loop();
+    }
+}
+
+/// Threads: `std::thread` normally, `loom::thread` under `--cfg loom`.
+pub mod thread {
+    #[cfg(loom)]
+    pub use loom::thread::{current, spawn, yield_now, JoinHandle, Thread};
+    #[cfg(not(loom))]
+    pub use std::thread::{current, spawn, yield_now, JoinHandle, Thread};
+}
+
+#[cfg(loom)]
+pub use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
+#[cfg(not(loom))]
+pub use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// `UnsafeCell` with loom's closure API (`with`, `with_mut`), so that loom can
+/// check every access for data races.
+pub mod cell {
+    #[cfg(loom)]
+    pub use loom::cell::UnsafeCell;
+
+    /// `std::cell::UnsafeCell` behind loom's `with`/`with_mut` API.
+    #[cfg(not(loom))]
+    #[derive(Debug, Default)]
+    #[repr(transparent)]
+    pub struct UnsafeCell<T: ?Sized>(std::cell::UnsafeCell<T>);
+
+    #[cfg(not(loom))]
+    impl<T> UnsafeCell<T> {
+        /// Wraps a value.
+        #[inline]
+        pub const fn new(value: T) -> Self {
+            Self(std::cell::UnsafeCell::new(value))
+        }
+        /// Unwraps the value.
+        #[inline]
+        pub fn into_inner(self) -> T {
+            self.0.into_inner()
+        }
+    }
+
+    #[cfg(not(loom))]
+    impl<T: ?Sized> UnsafeCell<T> {
+        /// Gives `f` a shared raw pointer to the contents.
+        #[inline]
+        pub fn with<R>(&self, f: impl FnOnce(*const T) -> R) -> R {
+            f(self.0.get())
+        }
+        /// Gives `f` a mutable raw pointer to the contents.
+        #[inline]
+        pub fn with_mut<R>(&self, f: impl FnOnce(*mut T) -> R) -> R {
+            f(self.0.get())
+        }
+    }
+}

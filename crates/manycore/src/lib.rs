@@ -1,0 +1,1 @@
+//! manycore: a message-passing runtime for multicore machines.
