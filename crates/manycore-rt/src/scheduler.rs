@@ -37,6 +37,15 @@ pub(crate) fn on_core_of(id: u64) -> bool {
     with_local(|l| l.is_some_and(|l| l.shared.id == id))
 }
 
+/// Counts a panic caught in code this core ran (for `Runtime::stats`).
+pub(crate) fn note_panic() {
+    with_local(|l| {
+        if let Some(l) = l {
+            l.note_panic();
+        }
+    })
+}
+
 /// The lane this (outside) thread always uses, so its messages stay in order.
 pub(crate) fn lane_of_this_thread(lanes: usize) -> usize {
     LANE.with(|c| {
@@ -184,9 +193,13 @@ impl CoreLocal {
 
     fn run(&self, m: Message) {
         if catch_unwind(AssertUnwindSafe(|| m.run())).is_err() {
-            let st = &self.shared.states[self.index];
-            st.panics.store(st.panics.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            self.note_panic();
         }
+    }
+
+    fn note_panic(&self) {
+        let st = &self.shared.states[self.index];
+        st.panics.store(st.panics.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 
     /// Pops and runs up to `max` messages from source `src`.
@@ -305,6 +318,9 @@ impl CoreLocal {
         let key = mb.doorbell().prepare_wait();
         if self.has_work() || done() || self.shared.closing.load(Ordering::Acquire) {
             mb.doorbell().cancel_wait();
+            // The bits were just cleared: a ring with work may have no bit set,
+            // so scan every ring rather than leave it to `poll`.
+            self.poll_all();
             return;
         }
         self.set_idle();
