@@ -45,6 +45,10 @@
 //! facade, `EventCount`, CPU sets), [`ring`] (the SPSC ring of cache-line
 //! slots).
 
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 pub use manycore_rt::{
     current, poll_once, Builder, Core, CoreStats, Error, IdleHook, IdlePolicy, Invocation,
     InvokeError, Runtime, INLINE_CLOSURE_BYTES,
