@@ -233,7 +233,9 @@ pub(crate) struct Completer<T>(pub(crate) Option<Arc<Completion<T>>>);
 impl<T> Completer<T> {
     pub(crate) fn complete(mut self, r: Result<T, InvokeError>) {
         if let Some(c) = self.0.take() {
-            c.complete(r);
+            if !c.complete(r) {
+                crate::scheduler::note_late_result();
+            }
         }
     }
 }

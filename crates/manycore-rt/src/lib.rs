@@ -35,12 +35,14 @@ mod mailbox;
 mod raw;
 mod runtime;
 mod scheduler;
+mod timer;
 
 pub use crate::core::{current, Core};
 pub use error::{Error, InvokeError};
 pub use invocation::Invocation;
 pub use runtime::{Builder, CoreStats, IdleHook, IdlePolicy, Runtime};
 pub use scheduler::poll_once;
+pub use timer::{sleep, sleep_until, Sleep};
 
 /// Bytes of closure that travel inline in a message (larger ones are boxed).
 pub const INLINE_CLOSURE_BYTES: usize = raw::INLINE_BYTES;

@@ -94,6 +94,7 @@ unsafe fn boxed_shim<F: FnOnce()>(p: *mut Payload, run: bool) {
 
 const DONE: u32 = 1;
 const WAITER: u32 = 2;
+const CANCELLED: u32 = 4;
 
 /// The meeting point of an invocation's completer (on the callee core) and
 /// its single waiter (a thread, a core, or an async task).
@@ -104,6 +105,9 @@ const WAITER: u32 = 2;
 /// * waiter: if DONE, take the value. Otherwise, to (re)register: clear WAITER
 ///   by CAS (failing only if DONE arrived), store the waker, `fetch_or(WAITER)`;
 ///   if that saw DONE, the result is there and nobody will wake us.
+/// * timeout: the waiter sets CANCELLED (`cancel`). If DONE was already set,
+///   the result won and the waiter takes it; otherwise the completer, seeing
+///   CANCELLED when it sets DONE, drops the late result itself, on its core.
 ///
 /// The waker cell is written by the waiter only while WAITER and DONE are both
 /// clear, and read by the completer only after it set DONE with WAITER set, so
@@ -131,7 +135,8 @@ impl<T> Completion<T> {
     }
 
     /// Stores the result and wakes a registered waiter. Called at most once.
-    pub(crate) fn complete(&self, r: Result<T, InvokeError>) {
+    /// Returns false if the waiter had given up (the result was dropped here).
+    pub(crate) fn complete(&self, r: Result<T, InvokeError>) -> bool {
         // SAFETY: only the completer writes the value, once, and nobody reads it
         // before observing DONE, which is set after this write.
         self.value.with_mut(|p| unsafe { *p = Some(r) });
@@ -139,6 +144,12 @@ impl<T> Completion<T> {
         // DONE; Acquire pairs with the Release `fetch_or(WAITER)` in `register`
         // so the waker stored before it is visible here.
         let prev = self.state.fetch_or(DONE, Ordering::AcqRel);
+        if prev & CANCELLED != 0 {
+            // SAFETY: the waiter cancelled before DONE was set, so it will never
+            // read the value: it is ours to drop, here, on the completer's core.
+            drop(self.value.with_mut(|p| unsafe { (*p).take() }));
+            return false;
+        }
         if prev & WAITER != 0 {
             // SAFETY: WAITER was set when we set DONE; from now on the waiter
             // never writes the waker cell (it only writes with both bits clear).
@@ -147,6 +158,29 @@ impl<T> Completion<T> {
                 w.wake();
             }
         }
+        true
+    }
+
+    /// The waiter gives up (timeout). Returns true if the result had already
+    /// arrived (the result wins; take it), false if the invocation is now
+    /// deactivated (the completer will drop the late result).
+    pub(crate) fn cancel(&self) -> bool {
+        // AcqRel: Acquire to read the value if DONE won; Release so the
+        // completer's Acquire fetch_or sees our withdrawal of the waker.
+        let prev = self.state.fetch_or(CANCELLED, Ordering::AcqRel);
+        if prev & DONE != 0 {
+            return true;
+        }
+        if prev & WAITER != 0 {
+            // Our own registration: withdraw it so the completer does not wake
+            // a waiter that left. It may race the completer's read of the cell
+            // only if DONE is set, and DONE was clear when CANCELLED went in;
+            // after that the completer drops instead of waking.
+            // SAFETY: CANCELLED is set and DONE was clear, so the completer will
+            // take the cancelled path and never touch the waker cell.
+            drop(self.waker.with_mut(|p| unsafe { (*p).take() }));
+        }
+        false
     }
 
     /// True once the result is stored.
@@ -191,18 +225,5 @@ impl<T> Completion<T> {
         // AcqRel: Release hands the waker to the completer's Acquire `fetch_or`;
         // Acquire lets us read the value if DONE is already set.
         self.state.fetch_or(WAITER, Ordering::AcqRel) & DONE != 0
-    }
-
-    /// Withdraws a registration (after a timeout), dropping the stored waker.
-    pub(crate) fn unregister(&self) {
-        if self
-            .state
-            .compare_exchange(WAITER, 0, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
-            // SAFETY: we cleared WAITER while DONE was clear: the completer will
-            // not read the waker cell.
-            drop(self.waker.with_mut(|p| unsafe { (*p).take() }));
-        }
     }
 }

@@ -229,6 +229,7 @@ pub(crate) struct CoreState {
     pub(crate) panics: AtomicU64,
     pub(crate) sleeps: AtomicU64,
     pub(crate) asleep_ns: AtomicU64,
+    pub(crate) late_results: AtomicU64,
 }
 
 /// State shared by all cores of one runtime.
@@ -338,6 +339,8 @@ pub struct CoreStats {
     pub sleeps: u64,
     /// Total time asleep.
     pub asleep: Duration,
+    /// Results that arrived after their caller's timeout and were dropped here.
+    pub late_results: u64,
 }
 
 impl Runtime {
@@ -414,6 +417,7 @@ impl Runtime {
                 panics: s.panics.load(Ordering::Relaxed),
                 sleeps: s.sleeps.load(Ordering::Relaxed),
                 asleep: Duration::from_nanos(s.asleep_ns.load(Ordering::Relaxed)),
+                late_results: s.late_results.load(Ordering::Relaxed),
             })
             .collect()
     }

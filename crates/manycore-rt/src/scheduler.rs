@@ -10,9 +10,9 @@ use manycore_ring::{Consumer, Producer};
 use manycore_sync::atomic::Ordering;
 use manycore_sync::SpinBudget;
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Wake, Waker};
 use std::time::{Duration, Instant};
@@ -47,6 +47,19 @@ pub(crate) fn note_panic() {
     })
 }
 
+/// Counts a result that arrived after its waiter gave up (dropped here).
+pub(crate) fn note_late_result() {
+    with_local(|l| {
+        if let Some(l) = l {
+            let st = &l.shared.states[l.index];
+            st.late_results.store(
+                st.late_results.load(Ordering::Relaxed) + 1,
+                Ordering::Relaxed,
+            );
+        }
+    })
+}
+
 /// The lane this (outside) thread always uses, so its messages stay in order.
 pub(crate) fn lane_of_this_thread(lanes: usize) -> usize {
     LANE.with(|c| {
@@ -76,13 +89,13 @@ pub(crate) struct CoreLocal {
     spilled: Cell<usize>,
     local: RefCell<VecDeque<Message>>,
     pub(crate) exec: Executor,
+    pub(crate) timers: crate::timer::TimerQueue,
     sent: Cell<u64>,
     received: Cell<u64>,
     epoch: Cell<u64>,
     idle: Cell<bool>,
     waker: Waker,
 }
-
 
 struct DoorbellWaker {
     shared: std::sync::Weak<Shared>,
@@ -120,6 +133,7 @@ impl CoreLocal {
             spilled: Cell::new(0),
             local: RefCell::new(VecDeque::new()),
             exec: Executor::new(),
+            timers: Default::default(),
             sent: Cell::new(0),
             received: Cell::new(0),
             epoch: Cell::new(0),
@@ -256,6 +270,7 @@ impl CoreLocal {
                 n += self.drain_ring(src, BATCH);
             }
         }
+        n += self.timers.fire();
         n += self.run_local(BATCH);
         n += self.exec.run_ready(self, BATCH);
         if n > 0 {
@@ -342,10 +357,10 @@ impl CoreLocal {
         } else {
             None
         };
-        let until = match (deadline, cap) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let until = [deadline, cap, self.timers.next()]
+            .into_iter()
+            .flatten()
+            .min();
         match until {
             Some(u) => {
                 mb.doorbell()
@@ -467,6 +482,7 @@ fn exit_core(l: &CoreLocal) {
     let spill: Vec<VecDeque<Message>> = std::mem::take(&mut *l.spill.borrow_mut());
     drop(spill);
     l.exec.clear();
+    l.timers.clear();
     // Our producers: drop them now so that their rings' leftovers can go.
     l.producers.borrow_mut().clear();
 }
