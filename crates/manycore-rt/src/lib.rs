@@ -27,21 +27,27 @@
 
 #![warn(missing_docs)]
 
+mod channel;
 mod core;
 mod error;
 mod executor;
+mod group;
 mod invocation;
 mod mailbox;
+mod object;
 mod raw;
 mod runtime;
 mod scheduler;
 mod timer;
 
 pub use crate::core::{current, Core};
+pub use channel::{Channel, Events, Sink};
 pub use error::{Error, InvokeError};
+pub use group::{Group, Topology};
 pub use invocation::Invocation;
+pub use object::Remote;
 pub use runtime::{Builder, CoreStats, IdleHook, IdlePolicy, Runtime};
-pub use scheduler::poll_once;
+pub use scheduler::{debug_counts, poll_once};
 pub use timer::{sleep, sleep_until, Sleep};
 
 /// Bytes of closure that travel inline in a message (larger ones are boxed).

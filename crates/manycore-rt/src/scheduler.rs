@@ -38,6 +38,13 @@ pub(crate) fn on_core_of(id: u64) -> bool {
     with_local(|l| l.is_some_and(|l| l.shared.id == id))
 }
 
+/// On a core: (live remote objects, collectives waiting for children) on
+/// this core. For tests that check nothing leaks; (0, 0) elsewhere.
+#[doc(hidden)]
+pub fn debug_counts() -> (usize, usize) {
+    with_local(|l| l.map_or((0, 0), |l| (l.objects.len(), l.pending.len())))
+}
+
 /// Counts a panic caught in code this core ran (for `Runtime::stats`).
 pub(crate) fn note_panic() {
     with_local(|l| {
@@ -90,6 +97,8 @@ pub(crate) struct CoreLocal {
     local: RefCell<VecDeque<Message>>,
     pub(crate) exec: Executor,
     pub(crate) timers: crate::timer::TimerQueue,
+    pub(crate) objects: crate::object::ObjectTable,
+    pub(crate) pending: crate::group::PendingSinks,
     sent: Cell<u64>,
     received: Cell<u64>,
     epoch: Cell<u64>,
@@ -134,6 +143,8 @@ impl CoreLocal {
             local: RefCell::new(VecDeque::new()),
             exec: Executor::new(),
             timers: Default::default(),
+            objects: Default::default(),
+            pending: Default::default(),
             sent: Cell::new(0),
             received: Cell::new(0),
             epoch: Cell::new(0),
@@ -483,6 +494,9 @@ fn exit_core(l: &CoreLocal) {
     drop(spill);
     l.exec.clear();
     l.timers.clear();
+    l.pending.clear();
+    // Objects are freed on their own core, here, at its exit.
+    l.objects.clear();
     // Our producers: drop them now so that their rings' leftovers can go.
     l.producers.borrow_mut().clear();
 }
