@@ -69,10 +69,17 @@ impl PendingSinks {
 /// let g = Group::new(members);
 /// assert_eq!(g.reduce(|x| *x, |a, b| a + b).wait(), Ok(45));
 /// assert_eq!(g.gather(|x| *x * 2).wait(), Ok((0..10).map(|i| i * 2).collect()));
-/// g.ateach(|x| *x += 1).unwrap();
 /// let flat = g.clone().with_topology(Topology::Flat);
-/// assert_eq!(flat.reduce(|x| *x, |a, b| a + b).wait(), Ok(55));
+/// assert_eq!(flat.reduce(|x| *x, |a, b| a.max(b)).wait(), Ok(9));
+/// // One-sided; a later collective on the same tree sees its effect.
+/// g.ateach(|x| *x += 1).unwrap();
+/// assert_eq!(g.reduce(|x| *x, |a, b| a + b).wait(), Ok(55));
 /// ```
+///
+/// Ordering: every hop is FIFO per (source, destination), so collectives
+/// issued from one place over the *same* tree reach each member in issue
+/// order. Collectives over different topologies take different paths and
+/// may overtake each other.
 pub struct Group<T> {
     members: Arc<[Remote<T>]>,
     topology: Topology,
