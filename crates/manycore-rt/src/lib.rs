@@ -37,6 +37,7 @@ mod mailbox;
 mod object;
 mod raw;
 mod runtime;
+mod sched;
 mod scheduler;
 mod timer;
 
@@ -47,7 +48,8 @@ pub use group::{Group, Topology};
 pub use invocation::Invocation;
 pub use object::Remote;
 pub use runtime::{Builder, CoreStats, IdleHook, IdlePolicy, Runtime};
-pub use scheduler::{debug_counts, poll_once};
+pub use sched::{Deadline, Priority, Scheduler, TaskAttrs};
+pub use scheduler::{debug_counts, poll_once, preempt_point};
 pub use timer::{sleep, sleep_until, Sleep};
 
 /// Bytes of closure that travel inline in a message (larger ones are boxed).
