@@ -72,7 +72,7 @@ impl<E: Send + 'static> Channel<E> {
     }
 }
 
-/// Events delivered to an async sink task: `events.next().await`.
+/// Events delivered to an async sink task: `events.recv().await`.
 pub struct Events<E> {
     q: Rc<RefCell<EventQueue<E>>>,
 }
@@ -84,7 +84,7 @@ struct EventQueue<E> {
 
 impl<E> Events<E> {
     /// The next event (waits until one arrives).
-    pub fn next(&mut self) -> impl Future<Output = E> + '_ {
+    pub fn recv(&mut self) -> impl Future<Output = E> + '_ {
         NextEvent { q: &self.q }
     }
     /// The next event if one is queued.
@@ -142,7 +142,7 @@ impl Core {
     /// let (tx, rx) = mpsc::channel();
     /// let ch = rt.core(1).sink_task(move |mut events| async move {
     ///     let mut sum = 0u64;
-    ///     for _ in 0..3 { sum += events.next().await; }
+    ///     for _ in 0..3 { sum += events.recv().await; }
     ///     tx.send(sum).unwrap();
     /// }).unwrap();
     /// for e in [1, 2, 3] { ch.emit(e).unwrap(); }

@@ -21,6 +21,8 @@ pub enum InvokeError {
     StaleObject,
     /// The remote object is being invoked right now (only `remove` reports this).
     Busy,
+    /// A resource (memory for a coroutine stack, ...) could not be had.
+    Resource(String),
     /// A reduction over a group with no members.
     EmptyGroup,
     /// A member of a collective failed; the other members completed.
@@ -40,6 +42,7 @@ impl fmt::Display for InvokeError {
             InvokeError::Timeout => f.write_str("the invocation timed out"),
             InvokeError::Consumed => f.write_str("the invocation's result was already taken"),
             InvokeError::StaleObject => f.write_str("the remote object was removed"),
+            InvokeError::Resource(m) => write!(f, "out of resources: {m}"),
             InvokeError::EmptyGroup => f.write_str("a reduction needs at least one group member"),
             InvokeError::Busy => f.write_str("the remote object is being invoked"),
             InvokeError::Member { index, error } => {

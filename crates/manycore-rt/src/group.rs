@@ -42,11 +42,16 @@ impl Default for Topology {
     }
 }
 
+/// (group id, generation, tree node) of one collective's sink.
+type SinkKey = (u64, u64, usize);
+type LeafFn<T, A> = Box<dyn Fn(usize, Result<&mut T, InvokeError>) -> Acc<A> + Send + Sync>;
+type CombineFn<A> = Box<dyn Fn(Acc<A>, Acc<A>) -> Acc<A> + Send + Sync>;
+
 /// Temporary sinks of in-flight collectives on one core, keyed by
 /// (group, generation, node).
 #[derive(Default)]
 pub(crate) struct PendingSinks {
-    map: RefCell<HashMap<(u64, u64, usize), Box<dyn Any>>>,
+    map: RefCell<HashMap<SinkKey, Box<dyn Any>>>,
 }
 
 impl PendingSinks {
@@ -114,8 +119,8 @@ struct Plan<T, A> {
     members: Arc<[Remote<T>]>,
     fanout: usize,
     key: (u64, u64),
-    leaf: Box<dyn Fn(usize, Result<&mut T, InvokeError>) -> Acc<A> + Send + Sync>,
-    combine: Box<dyn Fn(Acc<A>, Acc<A>) -> Acc<A> + Send + Sync>,
+    leaf: LeafFn<T, A>,
+    combine: CombineFn<A>,
     finish: Mutex<Option<Finish<A>>>,
     one_sided: bool,
 }

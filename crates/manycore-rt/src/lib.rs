@@ -29,6 +29,7 @@
 
 mod channel;
 mod core;
+mod coroutine;
 mod error;
 mod executor;
 mod group;
@@ -43,6 +44,7 @@ mod timer;
 
 pub use crate::core::{current, Core};
 pub use channel::{Channel, Events, Sink};
+pub use coroutine::{block_on, DEFAULT_COROUTINE_STACK};
 pub use error::{Error, InvokeError};
 pub use group::{Group, Topology};
 pub use invocation::Invocation;

@@ -64,9 +64,15 @@ pub struct Builder {
     name: String,
     scheduler: crate::sched::Scheduler,
     core_schedulers: Vec<(usize, crate::sched::Scheduler)>,
+    coroutine_stack: usize,
 }
 
 impl Builder {
+    /// Default stack size of coroutines (default 256 KiB; at least 16 KiB).
+    pub fn coroutine_stack(mut self, bytes: usize) -> Self {
+        self.coroutine_stack = bytes.max(16 * 1024);
+        self
+    }
     /// The scheduler of every core's task queue (default FIFO).
     pub fn scheduler(mut self, s: crate::sched::Scheduler) -> Self {
         self.scheduler = s;
@@ -200,6 +206,7 @@ impl Builder {
             stopping: AtomicBool::new(false),
             closing: AtomicBool::new(false),
             idle_hook: OnceLock::new(),
+            coroutine_stack: self.coroutine_stack,
         });
 
         let pin = self.pin && !oversubscribed;
@@ -275,6 +282,7 @@ pub(crate) struct Shared {
     pub(crate) stopping: AtomicBool,
     pub(crate) closing: AtomicBool,
     pub(crate) idle_hook: OnceLock<Arc<dyn IdleHook>>,
+    pub(crate) coroutine_stack: usize,
 }
 
 impl Shared {
@@ -395,6 +403,7 @@ impl Runtime {
             name: "manycore".into(),
             scheduler: Default::default(),
             core_schedulers: Vec::new(),
+            coroutine_stack: crate::coroutine::DEFAULT_COROUTINE_STACK,
         }
     }
 

@@ -450,6 +450,55 @@ impl CoreLocal {
         self.poll_all();
     }
 
+    /// One step of `block_on` on a core outside any coroutine: poll the
+    /// future; if pending, serve the core once, and sleep (by the idle
+    /// policy) if there was nothing to do and the future has not been woken.
+    pub(crate) fn block_on_step<F: std::future::Future>(
+        &self,
+        fut: &mut std::pin::Pin<&mut F>,
+    ) -> Option<F::Output> {
+        struct Flag {
+            woken: manycore_sync::atomic::AtomicBool,
+            inner: Waker,
+        }
+        impl Wake for Flag {
+            fn wake(self: Arc<Self>) {
+                self.wake_by_ref()
+            }
+            fn wake_by_ref(self: &Arc<Self>) {
+                self.woken.store(true, Ordering::SeqCst);
+                self.inner.wake_by_ref();
+            }
+        }
+        let flag = Arc::new(Flag {
+            woken: manycore_sync::atomic::AtomicBool::new(false),
+            inner: self.waker.clone(),
+        });
+        let waker = Waker::from(flag.clone());
+        let mut cx = std::task::Context::from_waker(&waker);
+        let mut budget = SpinBudget::new(self.shared.idle.spin_budget());
+        loop {
+            flag.woken.store(false, Ordering::SeqCst);
+            if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+                return Some(v);
+            }
+            loop {
+                if flag.woken.load(Ordering::SeqCst) {
+                    break;
+                }
+                if self.poll() > 0 {
+                    budget.reset();
+                    continue;
+                }
+                if budget.spin() {
+                    continue;
+                }
+                self.sleep(&|| flag.woken.load(Ordering::SeqCst), None);
+                budget.reset();
+            }
+        }
+    }
+
     /// Waits (on this core) until `c` completes, serving this core's own
     /// messages meanwhile. Returns false if `deadline` passed first.
     pub(crate) fn wait_for<T>(&self, c: &Completion<T>, deadline: Option<Instant>) -> bool {
