@@ -1,0 +1,209 @@
+//! The measuring loop every pingpong row shares, so that all rows are
+//! measured the same way: a row supplies `batch(n)`, which performs `n`
+//! operations (round trips or messages) and returns how long they took by its
+//! own clock; the driver calibrates `n`, runs repetitions within a time
+//! budget, and keeps per-repetition and per-batch figures.
+//!
+//! Also here: the two CPUs the rows pin to, and bounded waiting (every wait
+//! for a partner gives up after [`PARTNER_TIMEOUT`] with an error: on a
+//! shared VM a partner may be descheduled for milliseconds, never for
+//! seconds unless something is wrong).
+
+use std::time::{Duration, Instant};
+
+use manycore_sync::SpinBudget;
+
+/// How long any wait for a partner thread may take before the row fails.
+pub const PARTNER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The time budget of one case.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Plan {
+    /// Seconds for all repetitions together.
+    pub secs: f64,
+    /// Repetitions (at least 1).
+    pub reps: usize,
+    /// Target length of one batch as a fraction of one repetition's budget.
+    pub batch_fraction: f64,
+}
+
+impl Plan {
+    /// For latency rows: ~100 batches per repetition (p99 comes from them).
+    pub fn latency(secs: f64, reps: usize) -> Self {
+        Self {
+            secs,
+            reps: reps.max(1),
+            batch_fraction: 0.01,
+        }
+    }
+    /// For throughput rows: ~10 batches per repetition (the end-of-batch
+    /// handshake is amortised over many messages).
+    pub fn throughput(secs: f64, reps: usize) -> Self {
+        Self {
+            secs,
+            reps: reps.max(1),
+            batch_fraction: 0.1,
+        }
+    }
+    fn rep_budget(&self) -> Duration {
+        Duration::from_secs_f64((self.secs / self.reps as f64).max(1e-4))
+    }
+    fn batch_target(&self) -> Duration {
+        let t = self.rep_budget().as_secs_f64() * self.batch_fraction;
+        Duration::from_secs_f64(t.clamp(20e-6, 0.1))
+    }
+}
+
+/// What the driver measured.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Samples {
+    /// Nanoseconds per operation, one figure per repetition.
+    pub per_rep_ns: Vec<f64>,
+    /// Nanoseconds per operation, one figure per batch (all repetitions).
+    pub per_batch_ns: Vec<f64>,
+    /// Operations performed (calibration included).
+    pub ops: u64,
+}
+
+impl Samples {
+    /// Median over repetitions, ns per operation.
+    pub fn median_ns(&self) -> Option<f64> {
+        crate::stats::median(&self.per_rep_ns)
+    }
+    /// 99th percentile of per-batch means, ns per operation.
+    pub fn p99_ns(&self) -> Option<f64> {
+        crate::stats::p99(&self.per_batch_ns)
+    }
+    /// Median throughput over repetitions, millions of operations per second.
+    pub fn median_mops(&self) -> Option<f64> {
+        let per: Vec<f64> = self
+            .per_rep_ns
+            .iter()
+            .filter(|v| **v > 0.0)
+            .map(|ns| 1e3 / ns)
+            .collect();
+        crate::stats::median(&per)
+    }
+}
+
+/// Largest batch the calibration may choose.
+const MAX_BATCH: u64 = 1 << 24;
+
+/// Runs `batch` under `plan`: first a calibration that doubles `n` from 1
+/// until a batch takes at least the plan's batch target (this also warms
+/// up), then `plan.reps` repetitions, each running batches of that size until
+/// its share of the budget is spent (at least one batch each).
+pub fn run_batches(
+    plan: Plan,
+    mut batch: impl FnMut(u64) -> Result<Duration, String>,
+) -> Result<Samples, String> {
+    let target = plan.batch_target();
+    let mut s = Samples::default();
+    let mut n = 1u64;
+    let calib_start = Instant::now();
+    loop {
+        let t = batch(n)?;
+        s.ops += n;
+        if t >= target || n >= MAX_BATCH || calib_start.elapsed() > plan.rep_budget() * 2 {
+            if t < target && !t.is_zero() && n < MAX_BATCH {
+                // Out of calibration time: scale the last try to the target.
+                let scale = target.as_secs_f64() / t.as_secs_f64();
+                n = ((n as f64 * scale) as u64).clamp(1, MAX_BATCH);
+            }
+            break;
+        }
+        n *= 2;
+    }
+    for _ in 0..plan.reps {
+        let start = Instant::now();
+        let (mut ops, mut time) = (0u64, Duration::ZERO);
+        loop {
+            let t = batch(n)?;
+            ops += n;
+            s.ops += n;
+            time += t;
+            s.per_batch_ns.push(t.as_secs_f64() * 1e9 / n as f64);
+            if start.elapsed() >= plan.rep_budget() {
+                break;
+            }
+        }
+        s.per_rep_ns.push(time.as_secs_f64() * 1e9 / ops as f64);
+    }
+    Ok(s)
+}
+
+/// Spins (with `spin_loop`) until `done()` holds; gives up with an error
+/// naming `what` after [`PARTNER_TIMEOUT`].
+#[inline]
+pub fn spin_until(what: &str, mut done: impl FnMut() -> bool) -> Result<(), String> {
+    let mut budget = SpinBudget::new(PARTNER_TIMEOUT);
+    while !done() {
+        if !budget.spin() {
+            return Err(format!("{what}: partner silent for {PARTNER_TIMEOUT:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// The two CPUs the rows pin their two threads to: the first two of the
+/// process's original CPU set, or `None` when it has fewer than two (then
+/// nothing is pinned).
+pub fn cpu_pair() -> Option<(usize, usize)> {
+    match manycore_sync::cpu::original() {
+        [a, b, ..] => Some((*a, *b)),
+        _ => None,
+    }
+}
+
+/// Pins the calling thread to `cpu` if there is one; a failure to pin is not
+/// fatal (the figure is still measured, only less stable).
+pub fn pin(cpu: Option<usize>) {
+    if let Some(c) = cpu {
+        let _ = manycore_sync::cpu::pin_current(c);
+    }
+}
+
+/// Joins a thread whose result is a `Result<T, String>`, turning a panic into an error.
+pub fn join<T>(h: std::thread::JoinHandle<Result<T, String>>, what: &str) -> Result<T, String> {
+    h.join().map_err(|_| format!("{what}: thread panicked"))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn driver_counts_and_reps() {
+        let plan = Plan::latency(0.02, 3);
+        let mut calls = 0;
+        let s = run_batches(plan, |n| {
+            calls += 1;
+            // A fake clock: 100 ns per operation.
+            Ok(Duration::from_nanos(100 * n))
+        })
+        .unwrap();
+        assert_eq!(s.per_rep_ns.len(), 3);
+        assert!(s.per_batch_ns.len() >= 3);
+        assert!(s.per_rep_ns.iter().all(|v| (*v - 100.0).abs() < 1e-6));
+        assert!((s.median_ns().unwrap() - 100.0).abs() < 1e-6);
+        assert!((s.p99_ns().unwrap() - 100.0).abs() < 1e-6);
+        assert!((s.median_mops().unwrap() - 10.0).abs() < 1e-9);
+        assert!(calls > 0);
+    }
+
+    #[test]
+    fn driver_propagates_errors() {
+        let r = run_batches(Plan::latency(0.01, 2), |_| Err("boom".to_string()));
+        assert_eq!(r, Err("boom".to_string()));
+    }
+
+    #[test]
+    fn spin_until_succeeds() {
+        let mut i = 0;
+        assert!(spin_until("x", || {
+            i += 1;
+            i > 10
+        })
+        .is_ok());
+    }
+}
