@@ -6,7 +6,8 @@
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-use manycore::{IdlePolicy, Runtime};
+// From `manycore-rt` directly until the `manycore` facade re-exports it.
+use manycore_rt::{IdlePolicy, Runtime};
 
 use super::driver::{run_batches, Plan, Samples, PARTNER_TIMEOUT};
 use super::Idle;
