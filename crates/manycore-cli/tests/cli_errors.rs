@@ -53,7 +53,10 @@ fn bad_arguments_exit_two() {
             &["bench", "pingpong", "--secs", "soon"],
             "invalid value 'soon' for '--secs'",
         ),
-        (&["bench", "pingpong", "--secs", "-3"], "invalid value '-3' for '--secs'"),
+        (
+            &["bench", "pingpong", "--secs", "-3"],
+            "invalid value '-3' for '--secs'",
+        ),
         (&["bench", "pingpong", "--secs"], "needs a value"),
         (
             &["bench", "pingpong", "--reps", "0"],

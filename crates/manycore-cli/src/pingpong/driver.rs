@@ -89,30 +89,42 @@ impl Samples {
 /// Largest batch the calibration may choose.
 const MAX_BATCH: u64 = 1 << 24;
 
-/// Runs `batch` under `plan`: first a calibration that doubles `n` from 1
-/// until a batch takes at least the plan's batch target (this also warms
-/// up), then `plan.reps` repetitions, each running batches of that size until
-/// its share of the budget is spent (at least one batch each).
+/// Runs `batch` under `plan`: a warm-up of three single operations, a
+/// calibration that picks `n` so that a batch takes about the plan's batch
+/// target, then `plan.reps` repetitions, each running batches of `n` until its
+/// share of the budget is spent (at least one batch each).
 pub fn run_batches(
     plan: Plan,
     mut batch: impl FnMut(u64) -> Result<Duration, String>,
 ) -> Result<Samples, String> {
-    let target = plan.batch_target();
+    let target = plan.batch_target().as_secs_f64();
     let mut s = Samples::default();
+    // Warm-up: the first operations also wait for the partner thread to be
+    // scheduled (tens of ms on a loaded VM), so they say nothing about n.
+    for _ in 0..3 {
+        batch(1)?;
+        s.ops += 1;
+    }
+    // Calibration: double n until the *fastest* per-operation time seen so
+    // far says a batch of n reaches the target; a batch slowed by a stall
+    // does not stop the doubling early.
     let mut n = 1u64;
+    let mut best = f64::INFINITY;
     let calib_start = Instant::now();
     loop {
-        let t = batch(n)?;
+        let t = batch(n)?.as_secs_f64();
         s.ops += n;
-        if t >= target || n >= MAX_BATCH || calib_start.elapsed() > plan.rep_budget() * 2 {
-            if t < target && !t.is_zero() && n < MAX_BATCH {
-                // Out of calibration time: scale the last try to the target.
-                let scale = target.as_secs_f64() / t.as_secs_f64();
-                n = ((n as f64 * scale) as u64).clamp(1, MAX_BATCH);
-            }
+        best = best.min(t / n as f64);
+        if best * n as f64 >= target
+            || n >= MAX_BATCH
+            || calib_start.elapsed() > plan.rep_budget() * 2
+        {
             break;
         }
         n *= 2;
+    }
+    if best > 0.0 && best.is_finite() {
+        n = ((target / best).ceil() as u64).clamp(1, MAX_BATCH);
     }
     for _ in 0..plan.reps {
         let start = Instant::now();
