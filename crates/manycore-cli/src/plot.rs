@@ -143,9 +143,19 @@ impl Axis {
     }
     fn label(self, v: f64) -> String {
         if self.log {
-            fmt_value(10f64.powf(v))
+            let k = v.round();
+            if (v - k).abs() < 1e-9 && !(-3.0..7.0).contains(&k) {
+                format!("1e{k}")
+            } else {
+                fmt_value(10f64.powf(v))
+            }
         } else {
-            fmt_value(v)
+            let s = fmt_value(v);
+            if s.contains('.') && !s.contains('e') {
+                s.trim_end_matches('0').trim_end_matches('.').to_string()
+            } else {
+                s
+            }
         }
     }
     /// Number of labels: one per decade on a log axis.
@@ -207,13 +217,16 @@ fn draw_bars(
     root.fill(&WHITE).map_err(err)?;
     let (lo, hi) = axis.range(bars.iter().filter_map(|(_, v)| axis.map(*v)));
     let n = bars.len().max(1);
-    let names: Vec<String> = bars.iter().map(|(s, _)| s.clone()).collect();
+    // The first bar on top: segment n-1-i holds bar i.
+    let names: Vec<String> = bars.iter().rev().map(|(s, _)| s.clone()).collect();
+    let longest = names.iter().map(|s| s.chars().count()).max().unwrap_or(0) as u32;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
+        .margin_right(48)
         .x_label_area_size(40)
-        .y_label_area_size(170)
-        .build_cartesian_2d(lo..hi, (0..n).into_segmented())
+        .y_label_area_size(24 + 7 * longest)
+        .build_cartesian_2d(lo..hi, (0..n - 1).into_segmented())
         .map_err(err)?;
     let ylab = |v: &SegmentValue<usize>| match v {
         SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
@@ -225,7 +238,7 @@ fn draw_bars(
     chart
         .configure_mesh()
         .disable_y_mesh()
-        .y_labels(n)
+        .y_labels(n + 1)
         .y_label_formatter(&ylab)
         .x_labels(axis.n_labels(lo, hi))
         .x_label_formatter(&xlab)
@@ -236,10 +249,11 @@ fn draw_bars(
     for (i, (_, v)) in bars.iter().enumerate() {
         let Some(x) = axis.map(*v) else { continue };
         let color = PALETTE[i % PALETTE.len()];
+        let seg = n - 1 - i;
         let mut rect = Rectangle::new(
             [
-                (lo, SegmentValue::Exact(i)),
-                (x, SegmentValue::Exact(i + 1)),
+                (lo, SegmentValue::Exact(seg)),
+                (x, SegmentValue::Exact(seg + 1)),
             ],
             color.filled(),
         );
@@ -248,7 +262,7 @@ fn draw_bars(
         chart
             .draw_series(std::iter::once(Text::new(
                 format!(" {}", fmt_value(*v)),
-                (x, SegmentValue::CenterOf(i)),
+                (x, SegmentValue::CenterOf(seg)),
                 ("sans-serif", 12).into_font().color(&BLACK),
             )))
             .map_err(err)?;

@@ -488,12 +488,13 @@ pub fn plots(recs: &[Record]) -> Vec<Plot> {
         })
         .collect();
     if !ratio.is_empty() {
+        let log = crate::report::spans_decades(ratio.iter().map(|t| t.1));
         v.push(Plot::bars(
             "pingpong_ratios.svg",
             "Acceptance ratios (x)",
             "ratio",
             ratio,
-            false,
+            log,
         ));
     }
     v
@@ -512,7 +513,11 @@ pub fn section(ctx: &SectionCtx) -> Section {
          the peers do the same round trip between two threads pinned to two CPUs. \
          Throughput: fire-and-forget `spawn`s (u64 payload) from core 0 to core 1, \
          against `rtrb` and a bounded `crossbeam-channel` moving u64s. Idle CPU: \
-         process CPU time per second with an idle runtime and a sleeping main thread.\n\n",
+         process CPU time per second with an idle runtime and a sleeping main thread. \
+         A median is over per-repetition means (total time / operations), so a \
+         repetition in which a partner was descheduled weighs in fully; p99 is over \
+         per-batch means and can come out below the median when a few long stalls \
+         dominate the time of a repetition (a sign of a busy machine).\n\n",
     );
     md.push_str(&summary(&recs));
     let plots = plots(&recs);
