@@ -17,7 +17,6 @@
 
 mod driver;
 mod peers;
-#[cfg(feature = "rt")]
 mod rt;
 
 use std::fmt::Write as _;
@@ -178,7 +177,6 @@ fn rows(o: &PingpongOpts) -> Vec<Row> {
             peers::crossbeam,
         ),
     ];
-    #[cfg(feature = "rt")]
     for &i in &o.idle {
         v.push(latency_row(
             &format!("round trip: {}", i.impl_name()),
@@ -199,7 +197,6 @@ fn rows(o: &PingpongOpts) -> Vec<Row> {
         thr,
         peers::crossbeam_stream,
     ));
-    #[cfg(feature = "rt")]
     for &i in &o.idle {
         v.push(throughput_row(
             &format!("throughput: {}", i.impl_name()),
@@ -223,7 +220,6 @@ fn rows(o: &PingpongOpts) -> Vec<Row> {
             )])
         }),
     });
-    #[cfg(feature = "rt")]
     for &i in &o.idle {
         v.push(Row {
             label: format!("idle cpu: {}", i.impl_name()),
@@ -264,8 +260,6 @@ pub fn idle_cpu_ms_per_s<T>(
 /// Runs the benchmark; failures of single rows go to stderr (through the
 /// progress bar) and leave that row out.
 pub fn run(o: &PingpongOpts, progress: &Progress) -> Vec<Record> {
-    #[cfg(not(feature = "rt"))]
-    progress.println("pingpong: built without the runtime (feature `rt`): manycore rows skipped");
     if driver::cpu_pair().is_none() {
         progress
             .println("pingpong: fewer than 2 CPUs in the original CPU set: threads are not pinned");

@@ -6,8 +6,7 @@
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-// From `manycore-rt` directly until the `manycore` facade re-exports it.
-use manycore_rt::{IdlePolicy, Runtime};
+use manycore::{IdlePolicy, Runtime};
 
 use super::driver::{run_batches, Plan, Samples, PARTNER_TIMEOUT};
 use super::Idle;
