@@ -21,6 +21,9 @@
 //!    ([`Section::auto`] gives the table and one bar chart per case; write a
 //!    full section function instead for ratios or line plots.)
 //!
+//! The module is `pub` (so its `pub` items are not dead code); its public
+//! types need `#[derive(Debug)]` (workspace lint `missing_debug_implementations`).
+//!
 //! A hidden subcommand is one `("__x-peer", bench_x::peer_main)` entry in
 //! [`HIDDEN`]; it receives the arguments after its name and returns the exit
 //! status.
