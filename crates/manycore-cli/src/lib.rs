@@ -26,6 +26,15 @@ use cli::Command;
 use progress::Progress;
 use registry::HIDDEN;
 
+/// Writes `text` to stdout; a closed pipe (`| head`) is status 1, not a panic.
+fn emit(text: &str) -> i32 {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => 0,
+        Err(_) => 1,
+    }
+}
+
 /// Runs the command line `args` (without the program name); returns the
 /// exit status: 0 success, 1 failure, 2 usage error.
 pub fn main_with_args(args: &[String]) -> i32 {
@@ -37,14 +46,8 @@ pub fn main_with_args(args: &[String]) -> i32 {
         }
     };
     match cmd {
-        Command::Help(text) => {
-            print!("{text}");
-            0
-        }
-        Command::Version => {
-            println!("manycore {}", env!("CARGO_PKG_VERSION"));
-            0
-        }
+        Command::Help(text) => emit(&text),
+        Command::Version => emit(&format!("manycore {}\n", env!("CARGO_PKG_VERSION"))),
         Command::Bench { bench, args } => {
             let mut progress = Progress::new(0);
             let recs = (bench.run)(&args, &progress);

@@ -43,8 +43,11 @@ limits), std-mpsc and crossbeam-channel (echo thread), rtrb (one-way SPSC of
 u64), manycore-poll / manycore-sleep / manycore-hybrid (a 2-core runtime;
 core 0 calls core 1). Cases: round_trip (median and p99, ns), throughput
 (Mmsg/s), idle_cpu (ms of CPU per s), ratio (the acceptance ratios).
-Each case runs about --secs seconds: a calibration, then --reps repetitions;
-medians are over repetitions, p99 over per-batch means.";
+Each case runs about --secs seconds: a warm-up and calibration, then --reps
+repetitions; medians are over repetitions, p99 over per-batch means. Idle CPU:
+a fresh runtime settles for 0.2 s, then process CPU time is read over
+min(--secs, 1) s (at least 0.1 s). Every wait for a partner gives up after 5 s
+(the row is then left out, with a message on stderr).";
 
 /// A manycore idle policy, by name (mapped to `manycore::IdlePolicy` by the runtime rows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
