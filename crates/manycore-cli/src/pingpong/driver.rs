@@ -26,12 +26,13 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// For latency rows: ~100 batches per repetition (p99 comes from them).
+    /// For latency rows: ~1000 short batches per repetition (p99 comes from
+    /// them, so a batch should be short enough to show a stall).
     pub fn latency(secs: f64, reps: usize) -> Self {
         Self {
             secs,
             reps: reps.max(1),
-            batch_fraction: 0.01,
+            batch_fraction: 0.001,
         }
     }
     /// For throughput rows: ~10 batches per repetition (the end-of-batch
