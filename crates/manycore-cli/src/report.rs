@@ -229,7 +229,7 @@ pub fn markdown(machine: &Machine, run: &str, sections: &[Section]) -> String {
     let _ = writeln!(s, "Run: {run}.\n");
     s.push_str(
         "Every figure is a median over repetitions unless its metric says otherwise \
-         (p99: 99th percentile of per-batch means). All records are in `results.json` \
+         (p50, p99: percentiles of per-batch means). All records are in `results.json` \
          (a JSON array of `{\"bench\",\"case\",\"impl\",\"metric\",\"value\",\"unit\"}` objects).\n",
     );
     for sec in sections {

@@ -69,6 +69,11 @@ impl Samples {
     pub fn median_ns(&self) -> Option<f64> {
         crate::stats::median(&self.per_rep_ns)
     }
+    /// Median of per-batch means, ns per operation: the typical speed while
+    /// both sides run (insensitive to a repetition's few long stalls).
+    pub fn p50_ns(&self) -> Option<f64> {
+        crate::stats::median(&self.per_batch_ns)
+    }
     /// 99th percentile of per-batch means, ns per operation.
     pub fn p99_ns(&self) -> Option<f64> {
         crate::stats::p99(&self.per_batch_ns)
