@@ -137,7 +137,7 @@ pub fn slug(s: &str) -> String {
 }
 
 /// The machine a report ran on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Machine {
     /// The process's original CPU set.
     pub cpus: Vec<usize>,
@@ -147,6 +147,9 @@ pub struct Machine {
     pub platform: String,
     /// UTC date and time, `YYYY-MM-DD HH:MM UTC`.
     pub date: String,
+    /// The 1-minute load average when the run started (other work on the
+    /// machine makes every figure noisier).
+    pub load: Option<f64>,
 }
 
 impl Machine {
@@ -161,7 +164,11 @@ impl Machine {
         let secs = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
+        let load = std::fs::read_to_string("/proc/loadavg")
+            .ok()
+            .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()));
         Self {
+            load,
             cpus: manycore_sync::cpu::original().to_vec(),
             model,
             platform: format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
@@ -182,6 +189,9 @@ impl Machine {
             let _ = write!(s, ", {m}");
         }
         let _ = write!(s, ", {}, {}", self.platform, self.date);
+        if let Some(l) = self.load {
+            let _ = write!(s, ", load average {l:.2} at start");
+        }
         s
     }
 }

@@ -26,6 +26,7 @@ fn machine() -> Machine {
         model: Some("Test CPU".into()),
         platform: "linux/x86_64".into(),
         date: "2026-01-02 03:04 UTC".into(),
+        load: Some(0.5),
     }
 }
 
@@ -109,7 +110,7 @@ fn writes_all_files() {
 
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.starts_with("# manycore report\n"));
-    assert!(md.contains("Machine: 2 CPUs in the original CPU set (0,1), Test CPU, linux/x86_64, 2026-01-02 03:04 UTC."));
+    assert!(md.contains("Machine: 2 CPUs in the original CPU set (0,1), Test CPU, linux/x86_64, 2026-01-02 03:04 UTC, load average 0.50 at start."));
     assert!(md.contains("Run: test run."));
     assert!(md.contains("## Ping-pong\n"));
     assert!(md.contains("| case | impl | median | p99 |"), "{md}");
