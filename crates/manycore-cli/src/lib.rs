@@ -49,6 +49,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
         Command::Help(text) => emit(&text),
         Command::Version => emit(&format!("manycore {}\n", env!("CARGO_PKG_VERSION"))),
         Command::Bench { bench, args } => {
+            let machine = report::Machine::current();
             let mut progress = Progress::new(0);
             let recs = (bench.run)(&args, &progress);
             progress.finish();
@@ -62,6 +63,7 @@ pub fn main_with_args(args: &[String]) -> i32 {
                     s.push('\n');
                     s.push_str(&f(&recs));
                 }
+                s.push_str(&format!("\nMachine: {}.\n", machine.line()));
                 s
             };
             match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
