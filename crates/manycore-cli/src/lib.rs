@@ -10,6 +10,7 @@
 //!   p99, tables, the stderr progress bar, SVG plots, `manycore report`;
 //! * [`pingpong`]: `manycore bench pingpong`.
 
+pub mod bench_cci;
 pub mod cli;
 pub mod pingpong;
 pub mod plot;

@@ -29,11 +29,11 @@
 //! status.
 
 use crate::cli::BenchArgs;
-use crate::pingpong;
 use crate::progress::Progress;
 use crate::record::Record;
 #[allow(unused_imports)]
 use crate::report::{Section, SectionCtx};
+use crate::{bench_cci, pingpong};
 
 /// A `manycore bench` subcommand.
 #[derive(Debug)]
@@ -64,21 +64,79 @@ pub struct SectionEntry {
 }
 
 /// Every `manycore bench` subcommand.
-pub const BENCHES: &[Bench] = &[Bench {
-    name: "pingpong",
-    about: "cross-core round trip, one-way throughput and idle CPU, manycore vs peers",
-    flags: &["--reps", "--idle"],
-    default_secs: pingpong::DEFAULT_SECS,
-    details: pingpong::DETAILS,
-    run: pingpong::run_cli,
-    summary: Some(pingpong::summary),
-}];
+pub const BENCHES: &[Bench] = &[
+    Bench {
+        name: "pingpong",
+        about: "cross-core round trip, one-way throughput and idle CPU, manycore vs peers",
+        flags: &["--reps", "--idle"],
+        default_secs: pingpong::DEFAULT_SECS,
+        details: pingpong::DETAILS,
+        run: pingpong::run_cli,
+        summary: Some(pingpong::summary),
+    },
+    Bench {
+        name: "reduce",
+        about: "collective reduce over 1..48 members, tree and flat, per idle policy (Figure 4)",
+        flags: &[],
+        default_secs: 20.0,
+        details: "",
+        run: |a, _| {
+            bench_cci::run_reduce(&bench_cci::CciBenchOpts {
+                secs: a.secs.unwrap_or(20.0),
+                quick: a.quick,
+            })
+        },
+        summary: None,
+    },
+    Bench {
+        name: "invoke",
+        about: "Remote::invoke round trip against call; cost of a timeout that does not fire",
+        flags: &[],
+        default_secs: 6.0,
+        details: "",
+        run: |a, _| {
+            bench_cci::run_invoke(&bench_cci::CciBenchOpts {
+                secs: a.secs.unwrap_or(6.0),
+                quick: a.quick,
+            })
+        },
+        summary: None,
+    },
+    Bench {
+        name: "sched",
+        about: "deadline misses of a periodic task set with background load: FIFO, priority, EDF",
+        flags: &[],
+        default_secs: 12.0,
+        details: "",
+        run: |a, _| {
+            bench_cci::run_sched(&bench_cci::CciBenchOpts {
+                secs: a.secs.unwrap_or(12.0),
+                quick: a.quick,
+            })
+        },
+        summary: None,
+    },
+];
 
 /// Every section of `manycore report`, in order.
-pub const SECTIONS: &[SectionEntry] = &[SectionEntry {
-    name: "pingpong",
-    run: pingpong::section,
-}];
+pub const SECTIONS: &[SectionEntry] = &[
+    SectionEntry {
+        name: "pingpong",
+        run: pingpong::section,
+    },
+    SectionEntry {
+        name: "invoke",
+        run: bench_cci::invoke_section,
+    },
+    SectionEntry {
+        name: "reduce",
+        run: bench_cci::reduce_section,
+    },
+    SectionEntry {
+        name: "sched",
+        run: bench_cci::sched_section,
+    },
+];
 
 /// The entry point of a hidden subcommand: its arguments in, exit status out.
 pub type HiddenMain = fn(&[String]) -> i32;
