@@ -144,6 +144,7 @@ impl TaskQueue {
         self.heap.borrow_mut().pop().map(|e| e.msg)
     }
 
+    #[inline]
     pub(crate) fn is_empty(&self) -> bool {
         self.heap.borrow().is_empty()
     }

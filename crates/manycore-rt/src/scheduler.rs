@@ -116,6 +116,8 @@ pub(crate) struct CoreLocal {
     spill: RefCell<Vec<VecDeque<Message>>>,
     spilled: Cell<usize>,
     local: RefCell<VecDeque<Message>>,
+    /// Messages in `local` (read on every poll without borrowing).
+    local_len: Cell<usize>,
     pub(crate) exec: Executor,
     pub(crate) timers: crate::timer::TimerQueue,
     pub(crate) objects: crate::object::ObjectTable,
@@ -165,6 +167,7 @@ impl CoreLocal {
             spill: RefCell::new((0..n).map(|_| VecDeque::new()).collect()),
             spilled: Cell::new(0),
             local: RefCell::new(VecDeque::new()),
+            local_len: Cell::new(0),
             exec: Executor::new(),
             timers: Default::default(),
             objects: Default::default(),
@@ -188,6 +191,7 @@ impl CoreLocal {
     pub(crate) fn send(&self, dst: usize, m: Message) {
         if dst == self.index {
             self.local.borrow_mut().push_back(m);
+            self.local_len.set(self.local_len.get() + 1);
             return;
         }
         {
@@ -282,10 +286,11 @@ impl CoreLocal {
 
     fn run_local(&self, max: usize) -> usize {
         let mut n = 0;
-        while n < max {
+        while n < max && self.local_len.get() > 0 {
             let m = self.local.borrow_mut().pop_front();
             match m {
                 Some(m) => {
+                    self.local_len.set(self.local_len.get() - 1);
                     n += 1;
                     self.run(m);
                 }
@@ -331,11 +336,13 @@ impl CoreLocal {
         }
         n += self.timers.fire();
         n += self.run_local(BATCH);
-        n += self.exec.run_ready(self, BATCH);
+        if self.exec.has_ready() {
+            n += self.exec.run_ready(self, BATCH);
+        }
         // One task from the scheduler queue per round, so that work arriving
         // meanwhile (urgent, or more important) gets in before the next.
         n += self.run_urgent();
-        if let Some(m) = self.tasks.pop() {
+        if let Some(m) = if self.tasks.is_empty() { None } else { self.tasks.pop() } {
             n += 1;
             self.set_busy();
             self.run(m);
@@ -364,7 +371,7 @@ impl CoreLocal {
         self.spilled.get() > 0
             || self.mailbox().urgent_pushed() != self.urgent_seen.get()
             || !self.tasks.is_empty()
-            || !self.local.borrow().is_empty()
+            || self.local_len.get() > 0
             || self.exec.has_ready()
             || self
                 .consumers
@@ -598,6 +605,7 @@ fn exit_core(l: &CoreLocal) {
     }
     drop(leftovers);
     let local: Vec<Message> = l.local.borrow_mut().drain(..).collect();
+    l.local_len.set(0);
     drop(local);
     let spill: Vec<VecDeque<Message>> = std::mem::take(&mut *l.spill.borrow_mut());
     drop(spill);

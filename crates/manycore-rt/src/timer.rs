@@ -44,6 +44,8 @@ impl Ord for Entry {
 pub(crate) struct TimerQueue {
     heap: RefCell<BinaryHeap<Reverse<Entry>>>,
     seq: std::cell::Cell<u64>,
+    /// Earliest deadline (None if no timer), read on every poll without borrowing.
+    earliest: std::cell::Cell<Option<Instant>>,
 }
 
 impl TimerQueue {
@@ -61,19 +63,30 @@ impl TimerQueue {
     }
 
     /// Wakes every timer due by now; returns how many fired.
+    #[inline]
     pub(crate) fn fire(&self) -> usize {
-        if self.heap.borrow().is_empty() {
+        match self.earliest.get() {
+            None => 0,
+            Some(_) => self.fire_due(),
+        }
+    }
+
+    #[cold]
+    fn fire_due(&self) -> usize {
+        let now = Instant::now();
+        if self.earliest.get().is_some_and(|e| e > now) {
             return 0;
         }
-        let now = Instant::now();
         let mut n = 0;
         loop {
             let due = {
                 let mut h = self.heap.borrow_mut();
-                match h.peek() {
+                let d = match h.peek() {
                     Some(e) if e.0.at <= now => h.pop().map(|e| e.0.waker),
                     _ => None,
-                }
+                };
+                self.earliest.set(h.peek().map(|e| e.0.at));
+                d
             };
             match due {
                 Some(w) => {
@@ -87,6 +100,7 @@ impl TimerQueue {
 
     pub(crate) fn clear(&self) {
         let all = std::mem::take(&mut *self.heap.borrow_mut());
+        self.earliest.set(None);
         drop(all);
     }
 }
