@@ -249,7 +249,9 @@ pub fn run_invoke(o: &CciBenchOpts) -> Vec<Record> {
 /// 1, so core 1 is not blocked). Lateness = when the timeout reached the
 /// caller minus its deadline.
 fn timeout_lateness(o: &CciBenchOpts) -> Vec<Record> {
-    let Ok(rt) = Runtime::builder().cores(2).idle(IdlePolicy::Sleep).build() else { return Vec::new() };
+    let Ok(rt) = Runtime::builder().cores(2).idle(IdlePolicy::Sleep).build() else {
+        return Vec::new();
+    };
     let c1 = rt.core(1).clone();
     let n = if o.quick { 200 } else { 1000 };
     let bound = Duration::from_secs_f64(o.secs.clamp(1.0, 60.0));
@@ -275,10 +277,24 @@ fn timeout_lateness(o: &CciBenchOpts) -> Vec<Record> {
         .unwrap_or_default();
     let mut out = Vec::new();
     if let Some(m) = median(&samples) {
-        out.push(Record::new("invoke", "timeout-lateness-sleep", "manycore", "median", m, "us"));
+        out.push(Record::new(
+            "invoke",
+            "timeout-lateness-sleep",
+            "manycore",
+            "median",
+            m,
+            "us",
+        ));
     }
     if let Some(p) = crate::stats::p99(&samples) {
-        out.push(Record::new("invoke", "timeout-lateness-sleep", "manycore", "p99", p, "us"));
+        out.push(Record::new(
+            "invoke",
+            "timeout-lateness-sleep",
+            "manycore",
+            "p99",
+            p,
+            "us",
+        ));
     }
     out
 }
