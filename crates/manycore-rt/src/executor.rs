@@ -136,6 +136,7 @@ impl Executor {
             let Some((id, gen)) = self.ready.borrow_mut().pop_front() else {
                 break;
             };
+            self.ready_len.set(self.ready_len.get() - 1);
             let taken = {
                 let mut tasks = self.tasks.borrow_mut();
                 match tasks.get_mut(id) {

@@ -52,14 +52,15 @@ impl TimerQueue {
     pub(crate) fn add(&self, at: Instant, waker: Waker) {
         let seq = self.seq.get();
         self.seq.set(seq + 1);
-        self.heap
-            .borrow_mut()
-            .push(Reverse(Entry { at, seq, waker }));
+        let mut h = self.heap.borrow_mut();
+        h.push(Reverse(Entry { at, seq, waker }));
+        self.earliest.set(h.peek().map(|e| e.0.at));
     }
 
     /// The earliest deadline, if any.
+    #[inline]
     pub(crate) fn next(&self) -> Option<Instant> {
-        self.heap.borrow().peek().map(|e| e.0.at)
+        self.earliest.get()
     }
 
     /// Wakes every timer due by now; returns how many fired.
