@@ -239,9 +239,17 @@ impl Core {
     }
 
     /// Rings this core's doorbell, so that a sleeping core wakes and polls
-    /// (and runs its idle hook) once more.
+    /// (and runs its idle hook) once more. Never lost: a notify that arrives
+    /// while the core is deciding to sleep stops it from sleeping.
     pub fn notify(&self) {
-        self.shared.mailboxes[self.index].doorbell().notify_all();
+        self.shared.mailboxes[self.index].notify();
+    }
+
+    /// Every core of this core's runtime, in index order.
+    pub fn peers(&self) -> Vec<Core> {
+        (0..self.shared.n)
+            .map(|i| Core::new(self.shared.clone(), i))
+            .collect()
     }
 
     /// Sends a message to this core from wherever we are.

@@ -51,7 +51,7 @@ pub use invocation::Invocation;
 pub use object::Remote;
 pub use runtime::{Builder, CoreStats, IdleHook, IdlePolicy, Runtime};
 pub use sched::{Deadline, Priority, Scheduler, TaskAttrs};
-pub use scheduler::{debug_counts, poll_once, preempt_point};
+pub use scheduler::{debug_counts, park_current, poll_once, preempt_point};
 pub use timer::{sleep, sleep_until, Sleep};
 
 /// Bytes of closure that travel inline in a message (larger ones are boxed).

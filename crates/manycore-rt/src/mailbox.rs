@@ -20,6 +20,9 @@ struct Inner {
     closed: AtomicBool,
     /// Urgent invocations pushed so far (the front lane's doorbell counter).
     urgent: AtomicU64,
+    /// Set by `Core::notify`, consumed by the sleep re-check: a notify is
+    /// never lost, even if it lands just before the receiver announces sleep.
+    notified: AtomicBool,
 }
 
 impl Mailbox {
@@ -31,6 +34,7 @@ impl Mailbox {
                 doorbell: EventCount::new(),
                 closed: AtomicBool::new(false),
                 urgent: AtomicU64::new(0),
+                notified: AtomicBool::new(false),
             }),
         }
     }
@@ -101,6 +105,22 @@ impl Mailbox {
     #[inline]
     pub(crate) fn urgent_pushed(&self) -> u64 {
         self.inner.urgent.load(Ordering::Acquire)
+    }
+
+    /// Anyone: asks the receiver to run its scheduler loop (and idle hook)
+    /// once more. Sticky: the receiver's sleep re-check consumes it.
+    pub(crate) fn notify(&self) {
+        self.inner.notified.store(true, Ordering::Relaxed);
+        // notify_all fences (SeqCst) before looking for sleepers; pairs with
+        // the fence in prepare_wait before the receiver's `take_notified`.
+        self.inner.doorbell.notify_all();
+    }
+
+    /// Receiver: consumes a pending notify.
+    #[inline]
+    pub(crate) fn take_notified(&self) -> bool {
+        self.inner.notified.load(Ordering::Relaxed)
+            && self.inner.notified.swap(false, Ordering::Relaxed)
     }
 
     /// Receiver: marks the mailbox closed (the core is exiting), then fences.

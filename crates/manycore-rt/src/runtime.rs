@@ -9,9 +9,9 @@ use crate::scheduler::{self, CoreLocal};
 use manycore_ring::{Consumer, Producer};
 use manycore_sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use manycore_sync::CachePadded;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// How a core waits when it has nothing to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -205,7 +205,8 @@ impl Builder {
                 .collect(),
             stopping: AtomicBool::new(false),
             closing: AtomicBool::new(false),
-            idle_hook: OnceLock::new(),
+            idle_hook: Mutex::new(None),
+            hook_gen: AtomicU64::new(0),
             coroutine_stack: self.coroutine_stack,
         });
 
@@ -281,7 +282,8 @@ pub(crate) struct Shared {
     pub(crate) states: Box<[CachePadded<CoreState>]>,
     pub(crate) stopping: AtomicBool,
     pub(crate) closing: AtomicBool,
-    pub(crate) idle_hook: OnceLock<Arc<dyn IdleHook>>,
+    pub(crate) idle_hook: Mutex<Option<Arc<dyn IdleHook>>>,
+    pub(crate) hook_gen: AtomicU64,
     pub(crate) coroutine_stack: usize,
 }
 
@@ -448,11 +450,22 @@ impl Runtime {
 
     /// Installs the idle hook (once per runtime).
     pub fn set_idle_hook(&self, hook: Arc<dyn IdleHook>) -> Result<(), Error> {
-        self.shared
-            .idle_hook
-            .set(hook)
-            .map_err(|_| Error::HookAlreadySet)?;
-        self.shared.wake_all();
+        {
+            let mut g = self
+                .shared
+                .idle_hook
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            if g.is_some() {
+                return Err(Error::HookAlreadySet);
+            }
+            *g = Some(hook);
+        }
+        // Release; pairs with the Acquire in each core's hook cache.
+        self.shared.hook_gen.fetch_add(1, Ordering::Release);
+        for mb in self.shared.mailboxes.iter() {
+            mb.notify();
+        }
         Ok(())
     }
 
@@ -509,11 +522,17 @@ impl Runtime {
         }
         self.shared.closing.store(true, Ordering::SeqCst);
         self.shared.wake_all();
-        let start = Instant::now();
         for h in threads.drain(..) {
             let _ = h.join();
         }
-        let _ = start;
+        // The hook may hold core handles (a cycle through this state): drop it.
+        drop(
+            self.shared
+                .idle_hook
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
     }
 }
 

@@ -66,6 +66,23 @@ pub fn preempt_point() -> bool {
     with_local(|l| l.is_some_and(|l| l.run_urgent() > 0))
 }
 
+/// On a core: sleeps on this core's doorbell until a message, a notify, a
+/// timer or `timeout` (whichever first), following the idle protocol (no
+/// wakeup is lost). Returns at once if work is already waiting; then call
+/// [`poll_once`]. Off the cores: sleeps the thread for `timeout`.
+pub fn park_current(timeout: std::time::Duration) {
+    let on_core = with_local(|l| {
+        l.map(|l| {
+            if !l.has_work() {
+                l.sleep(&|| false, Some(Instant::now() + timeout));
+            }
+        })
+    });
+    if on_core.is_none() {
+        std::thread::sleep(timeout);
+    }
+}
+
 /// Counts a panic caught in code this core ran (for `Runtime::stats`).
 pub(crate) fn note_panic() {
     with_local(|l| {
@@ -124,6 +141,8 @@ pub(crate) struct CoreLocal {
     pub(crate) pending: crate::group::PendingSinks,
     pub(crate) tasks: crate::sched::TaskQueue,
     urgent_seen: Cell<u64>,
+    hook: RefCell<Option<Arc<dyn crate::runtime::IdleHook>>>,
+    hook_gen: Cell<u64>,
     sent: Cell<u64>,
     received: Cell<u64>,
     epoch: Cell<u64>,
@@ -174,6 +193,8 @@ impl CoreLocal {
             pending: Default::default(),
             tasks: crate::sched::TaskQueue::new(sched),
             urgent_seen: Cell::new(0),
+            hook: RefCell::new(None),
+            hook_gen: Cell::new(0),
             sent: Cell::new(0),
             received: Cell::new(0),
             epoch: Cell::new(0),
@@ -342,7 +363,11 @@ impl CoreLocal {
         // One task from the scheduler queue per round, so that work arriving
         // meanwhile (urgent, or more important) gets in before the next.
         n += self.run_urgent();
-        if let Some(m) = if self.tasks.is_empty() { None } else { self.tasks.pop() } {
+        if let Some(m) = if self.tasks.is_empty() {
+            None
+        } else {
+            self.tasks.pop()
+        } {
             n += 1;
             self.set_busy();
             self.run(m);
@@ -420,7 +445,11 @@ impl CoreLocal {
         let mb = self.mailbox();
         mb.clear_and_fence();
         let key = mb.doorbell().prepare_wait();
-        if self.has_work() || done() || self.shared.closing.load(Ordering::Acquire) {
+        if self.has_work()
+            || done()
+            || mb.take_notified()
+            || self.shared.closing.load(Ordering::Acquire)
+        {
             mb.doorbell().cancel_wait();
             // The bits were just cleared: a ring with work may have no bit set,
             // so scan every ring rather than leave it to `poll`.
@@ -455,6 +484,21 @@ impl CoreLocal {
         );
         // Bits were cleared: look at every ring once.
         self.poll_all();
+    }
+
+    /// The idle hook, cached per core (refreshed when the runtime's changes).
+    fn idle_hook(&self) -> Option<Arc<dyn crate::runtime::IdleHook>> {
+        let gen = self.shared.hook_gen.load(Ordering::Acquire);
+        if gen != self.hook_gen.get() {
+            self.hook_gen.set(gen);
+            *self.hook.borrow_mut() = self
+                .shared
+                .idle_hook
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+        }
+        self.hook.borrow().clone()
     }
 
     /// One step of `block_on` on a core outside any coroutine: poll the
@@ -557,7 +601,7 @@ pub(crate) fn run_core(local: CoreLocal) {
         if l.shared.closing.load(Ordering::Acquire) {
             break;
         }
-        if let Some(h) = l.shared.idle_hook.get() {
+        if let Some(h) = l.idle_hook() {
             if h.on_idle(l.index) {
                 budget.reset();
                 continue;

@@ -229,3 +229,73 @@ fn idle_hook_runs_when_idle() {
     rt.core(1).call(|| ()).wait().unwrap();
     assert!(h.0.load(Ordering::SeqCst) > 0);
 }
+
+#[test]
+fn notify_is_never_lost() {
+    // A hook that has work only after it was "given" some from outside: the
+    // giver sets a flag and notifies. If a notify could be lost between the
+    // hook returning false and the core announcing sleep, this would hang.
+    struct H {
+        work: AtomicUsize,
+        done: AtomicUsize,
+    }
+    impl manycore_rt::IdleHook for H {
+        fn on_idle(&self, core: usize) -> bool {
+            if core == 1 && self.work.swap(0, Ordering::SeqCst) == 1 {
+                self.done.fetch_add(1, Ordering::SeqCst);
+                return true;
+            }
+            false
+        }
+    }
+    let rt = Runtime::builder()
+        .cores(2)
+        .idle(IdlePolicy::Sleep)
+        .build()
+        .unwrap();
+    let h = Arc::new(H {
+        work: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+    });
+    rt.set_idle_hook(h.clone()).unwrap();
+    for i in 1..=2000 {
+        h.work.store(1, Ordering::SeqCst);
+        rt.core(1).notify();
+        let t0 = std::time::Instant::now();
+        while h.done.load(Ordering::SeqCst) < i {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "notify {i} was lost"
+            );
+            std::thread::yield_now();
+        }
+    }
+    // The hook (which could hold core handles) is dropped at shutdown.
+    drop(rt);
+    assert_eq!(Arc::strong_count(&h), 1);
+    assert_eq!(rt_peers_len(), 3);
+}
+
+fn rt_peers_len() -> usize {
+    let rt = Runtime::builder().cores(3).build().unwrap();
+    rt.core(1).peers().len()
+}
+
+#[test]
+fn park_current_returns_on_messages_and_timeout() {
+    let rt = Runtime::builder()
+        .cores(1)
+        .idle(IdlePolicy::Sleep)
+        .build()
+        .unwrap();
+    let t = rt
+        .core(0)
+        .call(|| {
+            let t0 = std::time::Instant::now();
+            manycore_rt::park_current(Duration::from_millis(5));
+            t0.elapsed()
+        })
+        .wait()
+        .unwrap();
+    assert!(t >= Duration::from_millis(4), "{t:?}");
+}
