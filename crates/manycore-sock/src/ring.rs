@@ -1,0 +1,325 @@
+//! The byte ring of one direction of a connection: fragments of at most the
+//! sender's current chunk, each with a header carrying its length and that
+//! chunk size (rckSock section 3.5's piggy-back), committed by a Release store
+//! of the producer index after the bytes and the header are in place.
+//!
+//! The ring lives in the *sender's* region (rckSock: "sending buffers are
+//! always the local ones"), so the sender alone decides its chunk size, and a
+//! chunk change needs no message: the next fragment header says it. A chunk
+//! change (a split or a merge of the sender's buddy) is applied only when the
+//! ring is empty, together with a restart at offset 0 (`reset`).
+
+use crate::layout::{ConnSlot, Layout, FLAG_CLOSED, FRAG_HDR};
+use crate::region::Shm;
+use manycore_sync::atomic::{fence, Ordering};
+use std::io;
+
+pub(crate) fn invalid(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("manycore-sock: peer wrote an invalid {what}"))
+}
+
+#[inline]
+fn pad8(n: usize) -> usize {
+    (n + 7) & !7
+}
+
+#[inline]
+fn hdr_word(len: usize, chunk: u32) -> u64 {
+    len as u64 | (chunk as u64) << 32
+}
+
+/// Sender-private state of a ring (the bookkeeping is never read back from
+/// shared memory).
+#[derive(Debug)]
+pub(crate) struct TxState {
+    /// Bytes written (committed or not) - our `head`.
+    pub head: u64,
+    /// Last `tail` we saw (validated: monotonic, never past `head`).
+    pub tail: u64,
+    /// Offset of the next fragment inside the chunk.
+    pub woff: usize,
+    /// Current chunk size (the ring's capacity).
+    pub chunk: u32,
+    /// The new block may still overlap data of a buddy that is shrinking.
+    pub ready: bool,
+    /// The ring is poisoned by an invalid peer value.
+    pub broken: bool,
+}
+
+impl TxState {
+    pub fn new(chunk: u32) -> Self {
+        TxState { head: 0, tail: 0, woff: 0, chunk, ready: false, broken: false }
+    }
+}
+
+/// Receiver-private state of a ring.
+#[derive(Debug, Default)]
+pub(crate) struct RxState {
+    pub tail: u64,
+    pub head: u64,
+    pub roff: usize,
+    /// Chunk size of the last fragment seen (the sender's current chunk).
+    pub chunk: u32,
+    /// Current fragment: (payload offset in chunk, length, bytes consumed, frame size).
+    pub cur: Option<(usize, usize, usize, usize)>,
+    pub broken: bool,
+    pub eof: bool,
+}
+
+/// One direction's view: a region, a slot index and a block base offset,
+/// all validated at handshake time against the region's local layout.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RingRef<'a> {
+    pub shm: &'a Shm,
+    pub slot: &'a ConnSlot,
+    pub base: u32,
+}
+
+impl<'a> RingRef<'a> {
+    pub fn new(shm: &'a Shm, idx: u32, base: u32) -> Option<Self> {
+        let slot = shm.slot(idx)?;
+        Some(RingRef { shm, slot, base })
+    }
+    fn layout(&self) -> &Layout {
+        &self.shm.layout
+    }
+    fn data_at(&self, off: usize) -> usize {
+        self.shm.layout.data_off + self.base as usize + off
+    }
+}
+
+/// Refreshes the sender's copy of `tail`. Acquire; pairs with the reader's
+/// Release store of `tail` after copying out (the space is free to reuse).
+fn refresh_tail(r: &RingRef<'_>, st: &mut TxState) -> io::Result<bool> {
+    let t = r.slot.cons.tail.load(Ordering::Acquire);
+    if t < st.tail || t > st.head {
+        st.broken = true;
+        return Err(invalid("ring tail"));
+    }
+    let changed = t != st.tail;
+    st.tail = t;
+    Ok(changed)
+}
+
+/// Peer (reader) has closed its end: the consumer line says so.
+pub(crate) fn reader_closed(r: &RingRef<'_>) -> io::Result<bool> {
+    match r.slot.cons.flags.load(Ordering::Acquire) {
+        0 => Ok(false),
+        FLAG_CLOSED => Ok(true),
+        _ => Err(invalid("flags word")),
+    }
+}
+
+/// Writes as much of `buf` as fits without waiting; commits and notifies.
+/// `desired` is the chunk the sender's block allows now (applied only when
+/// the ring is empty). Returns bytes written and whether the chunk changed
+/// (so the caller can publish the new extent).
+pub(crate) fn try_write(
+    r: &RingRef<'_>,
+    st: &mut TxState,
+    desired: u32,
+    buf: &[u8],
+) -> io::Result<usize> {
+    if st.broken {
+        return Err(invalid("ring state (earlier)"));
+    }
+    let mut n = 0usize;
+    let start_head = st.head;
+    while n < buf.len() {
+        if st.head == st.tail {
+            // Empty (the reader has consumed everything we wrote): restart at
+            // offset 0 and apply any chunk change now.
+            if st.woff != 0 || st.chunk != desired {
+                st.woff = 0;
+                st.chunk = desired;
+                // Relaxed: published by the Release store of `head` below.
+                r.slot.prod.reset.store(st.head, Ordering::Relaxed);
+            }
+        } else if st.chunk != desired && desired < st.chunk {
+            // Shrink pending: let the ring drain first.
+            if !refresh_tail(r, st)? {
+                break;
+            }
+            continue;
+        }
+        let cap = st.chunk as usize;
+        let used = (st.head - st.tail) as usize;
+        let free = cap - used;
+        let contig = (cap - st.woff).min(free);
+        if contig < 2 * FRAG_HDR {
+            if contig == FRAG_HDR && st.woff + FRAG_HDR == cap {
+                // A zero-length pad fragment takes us to the end of the chunk.
+                let w = r.shm.atomic_u64(r.data_at(st.woff)).ok_or_else(|| invalid("offset"))?;
+                w.store(hdr_word(0, st.chunk), Ordering::Relaxed);
+                st.head += FRAG_HDR as u64;
+                st.woff = 0;
+                continue;
+            }
+            if !refresh_tail(r, st)? {
+                break;
+            }
+            continue;
+        }
+        let take = (buf.len() - n).min(contig - FRAG_HDR);
+        let off = r.data_at(st.woff);
+        if !r.shm.map.write_bytes(off + FRAG_HDR, &buf[n..n + take]) {
+            return Err(invalid("offset"));
+        }
+        let w = r.shm.atomic_u64(off).ok_or_else(|| invalid("offset"))?;
+        // Relaxed: published with the payload by the Release store of `head`.
+        w.store(hdr_word(take, st.chunk), Ordering::Relaxed);
+        let fsz = FRAG_HDR + pad8(take);
+        st.woff += fsz;
+        if st.woff == cap {
+            st.woff = 0;
+        }
+        st.head += fsz as u64;
+        n += take;
+    }
+    if st.head != start_head {
+        // Release: commits the fragments (bytes, then header, then this);
+        // pairs with the Acquire load of `head` in `try_read`.
+        r.slot.prod.head.store(st.head, Ordering::Release);
+        // SeqCst fence, then look for a sleeping reader: pairs with the fence
+        // in `EventCount::prepare_wait` (the reader announces, then re-checks
+        // `head`): one of us sees the other, no lost wakeup.
+        fence(Ordering::SeqCst);
+        r.slot.prod.data_ec.notify_one_after_fence();
+    }
+    Ok(n)
+}
+
+/// True if the ring has free space or the writer should re-try (the reader
+/// moved). Used by the space wait's re-check.
+pub(crate) fn writer_can_progress(r: &RingRef<'_>, st: &mut TxState, desired: u32) -> io::Result<bool> {
+    refresh_tail(r, st)?;
+    if st.head == st.tail {
+        return Ok(true);
+    }
+    if desired < st.chunk {
+        return Ok(false);
+    }
+    let cap = st.chunk as usize;
+    let free = cap - (st.head - st.tail) as usize;
+    Ok(free >= 2 * FRAG_HDR || (st.woff + FRAG_HDR == cap && free >= FRAG_HDR))
+}
+
+/// The reader's load of `head`. Acquire; pairs with the Release in `try_write`.
+fn refresh_head(r: &RingRef<'_>, st: &mut RxState) -> io::Result<bool> {
+    let h = r.slot.prod.head.load(Ordering::Acquire);
+    let max = r.layout().max_chunk_at(r.base) as u64;
+    if h < st.tail || h - st.tail > max || h < st.head {
+        st.broken = true;
+        return Err(invalid("ring head"));
+    }
+    let changed = h != st.head;
+    st.head = h;
+    Ok(changed)
+}
+
+/// True if the writer has closed its end.
+pub(crate) fn writer_closed(r: &RingRef<'_>) -> io::Result<bool> {
+    match r.slot.prod.flags.load(Ordering::Acquire) {
+        0 => Ok(false),
+        FLAG_CLOSED => Ok(true),
+        _ => Err(invalid("flags word")),
+    }
+}
+
+/// True if data is available (re-loads `head`).
+pub(crate) fn reader_has_data(r: &RingRef<'_>, st: &mut RxState) -> io::Result<bool> {
+    if st.cur.is_some() || st.head != st.tail {
+        return Ok(true);
+    }
+    refresh_head(r, st)?;
+    Ok(st.head != st.tail)
+}
+
+/// Copies available bytes into `buf` without waiting; releases consumed
+/// fragments and wakes a writer waiting for space.
+pub(crate) fn try_read(r: &RingRef<'_>, st: &mut RxState, buf: &mut [u8]) -> io::Result<usize> {
+    if st.broken {
+        return Err(invalid("ring state (earlier)"));
+    }
+    let start_tail = st.tail;
+    let mut n = 0usize;
+    let res = read_loop(r, st, buf, &mut n);
+    if st.tail != start_tail {
+        // Release: our copies out happen-before the writer reuses the space;
+        // pairs with the Acquire in `refresh_tail`.
+        r.slot.cons.tail.store(st.tail, Ordering::Release);
+        // SeqCst; pairs with the fence in the writer's prepare_wait.
+        fence(Ordering::SeqCst);
+        r.slot.cons.space_ec.notify_one_after_fence();
+    }
+    match res {
+        Ok(()) => Ok(n),
+        Err(e) if n > 0 => {
+            st.broken = true;
+            let _ = e;
+            Ok(n)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn read_loop(r: &RingRef<'_>, st: &mut RxState, buf: &mut [u8], n: &mut usize) -> io::Result<()> {
+    let lay = r.layout();
+    let max = lay.max_chunk_at(r.base) as usize;
+    while *n < buf.len() {
+        if let Some((poff, len, done, fsz)) = st.cur {
+            let take = (len - done).min(buf.len() - *n);
+            if !r.shm.map.read_bytes(r.data_at(poff + done), &mut buf[*n..*n + take]) {
+                st.broken = true;
+                return Err(invalid("offset"));
+            }
+            *n += take;
+            if done + take == len {
+                st.cur = None;
+                st.tail += fsz as u64;
+                st.roff += fsz;
+                if st.roff == st.chunk as usize {
+                    st.roff = 0;
+                }
+            } else {
+                st.cur = Some((poff, len, done + take, fsz));
+            }
+            continue;
+        }
+        if st.head == st.tail && !refresh_head(r, st)? {
+            return Ok(());
+        }
+        // Relaxed: written before the `head` Release we acquired above.
+        if r.slot.prod.reset.load(Ordering::Relaxed) == st.tail {
+            st.roff = 0;
+        }
+        if st.roff + FRAG_HDR > max {
+            st.broken = true;
+            return Err(invalid("ring offset"));
+        }
+        let w = r.shm.atomic_u64(r.data_at(st.roff)).ok_or_else(|| invalid("offset"))?;
+        let h = w.load(Ordering::Relaxed);
+        let len = (h & 0xffff_ffff) as usize;
+        let chunk = (h >> 32) as u32;
+        let fsz = FRAG_HDR.checked_add(pad8(len)).unwrap_or(usize::MAX);
+        if !lay.valid_block(r.base, chunk)
+            || len > chunk as usize
+            || st.roff + fsz > chunk as usize
+            || fsz as u64 > st.head - st.tail
+        {
+            st.broken = true;
+            return Err(invalid("fragment header"));
+        }
+        st.chunk = chunk;
+        if len == 0 {
+            st.tail += fsz as u64;
+            st.roff += fsz;
+            if st.roff == chunk as usize {
+                st.roff = 0;
+            }
+            continue;
+        }
+        st.cur = Some((st.roff + FRAG_HDR, len, 0, fsz));
+    }
+    Ok(())
+}
