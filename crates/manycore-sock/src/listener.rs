@@ -179,6 +179,8 @@ impl Listener {
             write_timeout: Mutex::new(None),
             nonblocking: AtomicBool::new(false),
             shut: AtomicU8::new(0),
+            dead: AtomicBool::new(false),
+            last_check: Mutex::new(Instant::now()),
         };
         finish(BL_REPLIED);
         Ok((Stream { c: Arc::new(conn) }, paddr))
@@ -317,6 +319,8 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
         write_timeout: Mutex::new(None),
         nonblocking: AtomicBool::new(false),
         shut: AtomicU8::new(0),
+        dead: AtomicBool::new(false),
+        last_check: Mutex::new(Instant::now()),
     };
     Ok(Stream { c: Arc::new(conn) })
 }

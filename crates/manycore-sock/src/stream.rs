@@ -125,9 +125,37 @@ pub(crate) struct Conn {
     pub write_timeout: Mutex<Option<Duration>>,
     pub nonblocking: AtomicBool,
     pub shut: AtomicU8,
+    /// Set once the peer was seen dead; `last_check` rate-limits probes.
+    pub dead: AtomicBool,
+    pub last_check: Mutex<Instant>,
 }
 
+/// How often a writer that never has to wait probes the peer's liveness.
+const PROBE_EVERY: Duration = Duration::from_millis(20);
+
 impl Conn {
+    /// True if the peer is known dead (probing at most every `PROBE_EVERY`).
+    fn peer_dead(&self) -> bool {
+        if self.dead.load(std::sync::atomic::Ordering::Relaxed) {
+            return true;
+        }
+        let now = Instant::now();
+        {
+            let mut l = lock(&self.last_check);
+            if now.duration_since(*l) < PROBE_EVERY {
+                return false;
+            }
+            *l = now;
+        }
+        self.mark_dead_if(self.live.dead())
+    }
+    fn mark_dead_if(&self, d: bool) -> bool {
+        if d {
+            self.dead.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        d
+    }
+
     fn txr(&self) -> io::Result<RingRef<'_>> {
         RingRef::new(&self.ep.shm, self.tx.idx, self.tx.base).ok_or_else(|| ring::invalid("slot"))
     }
@@ -179,6 +207,7 @@ impl Conn {
             match w {
                 Waited::Ready => {}
                 Waited::PeerDead => {
+                    self.mark_dead_if(true);
                     let n = ring::try_read(&r, &mut rx, buf)?;
                     if n > 0 {
                         return Ok(n);
@@ -214,6 +243,9 @@ impl Conn {
             if ring::reader_closed(&r)? {
                 return Err(io::Error::new(io::ErrorKind::BrokenPipe, "manycore-sock: peer closed"));
             }
+            if self.peer_dead() {
+                return Err(io::Error::new(io::ErrorKind::BrokenPipe, "manycore-sock: peer died"));
+            }
             let desired = self.tx.alloc.load(Ordering::Relaxed);
             let res = ring::try_write(&r, &mut tx, desired, buf);
             Endpoint::publish_extent(&self.tx, tx.chunk);
@@ -232,7 +264,8 @@ impl Conn {
             match w {
                 Waited::Ready => {}
                 Waited::PeerDead => {
-                    return Err(io::Error::new(io::ErrorKind::BrokenPipe, "manycore-sock: peer died"))
+                    self.mark_dead_if(true);
+                    return Err(io::Error::new(io::ErrorKind::BrokenPipe, "manycore-sock: peer died"));
                 }
                 Waited::TimedOut => return Err(self.timed_out()),
             }
