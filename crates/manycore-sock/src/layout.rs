@@ -102,6 +102,8 @@ pub(crate) const BL_REQUEST: u32 = 2;
 pub(crate) const BL_ACCEPTING: u32 = 3;
 pub(crate) const BL_REPLIED: u32 = 4;
 pub(crate) const BL_REFUSED: u32 = 5;
+/// Refused because the request failed validation (connector: `InvalidData`).
+pub(crate) const BL_INVALID: u32 = 6;
 
 /// One entry of a listener's control ring (Figure 4's request and reply).
 #[repr(C, align(128))]

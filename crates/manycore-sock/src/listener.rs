@@ -150,7 +150,7 @@ impl Listener {
         let (peer, live) = match res {
             Ok(x) => x,
             Err(e) => {
-                finish(BL_REFUSED);
+                finish(BL_INVALID);
                 return Err(e);
             }
         };
@@ -223,13 +223,14 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
     let lshm = match Shm::open(ns, &lname, KIND_LISTENER) {
         Ok(s) => s,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(refused("nobody listens")),
-        Err(e) if e.kind() == io::ErrorKind::InvalidData => return Err(refused("nobody listens (no valid region)")),
         Err(e) => return Err(e),
     };
     let hdr = lshm.header();
     // Acquire; pairs with the Release store in `bind_with`.
-    if hdr.flags.load(Ordering::Acquire) != HDR_LISTENING {
-        return Err(refused("not listening"));
+    match hdr.flags.load(Ordering::Acquire) {
+        HDR_LISTENING => {}
+        0 => return Err(refused("not listening")),
+        _ => return Err(bad("listener flags")),
     }
     let live = match Liveness::for_pid(lshm.pid) {
         Ok(l) => l,
@@ -247,7 +248,9 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
     });
     let Some(b) = claimed else {
         ep.free_now(&tx);
-        return Err(refused("backlog full"));
+        let garbage = (0..lshm.layout.backlog)
+            .any(|i| lshm.backlog(i).is_some_and(|b| b.state.load(Ordering::Relaxed) > BL_INVALID));
+        return Err(if garbage { bad("backlog state") } else { refused("backlog full") });
     };
     let seq = ep.shm.header().seq.load(Ordering::Relaxed);
     b.client_pid.store(ep.shm.pid, Ordering::Relaxed);
@@ -267,11 +270,11 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
     let w = wait_on(WaitMode::Hybrid { spin: Duration::from_micros(200) }, deadline, &b.ec, &live, || {
         // Acquire; pairs with the acceptor's Release store of the reply state.
         let s = b.state.load(Ordering::Acquire);
-        Ok(s == BL_REPLIED || s == BL_REFUSED || s == BL_FREE)
+        Ok(s != BL_REQUEST && s != BL_ACCEPTING)
     });
     match w {
         Ok(Waited::Ready) => {}
-        Ok(Waited::TimedOut) | Ok(Waited::PeerDead) | Err(_) => {
+        Ok(Waited::TimedOut) | Ok(Waited::PeerDead) => {
             // Withdraw the request unless the acceptor already took it.
             if b.state.compare_exchange(BL_REQUEST, BL_FREE, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
                 return fail(match w {
@@ -288,13 +291,19 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
                 return fail(refused("listener is gone"));
             }
         }
+        Err(e) => return fail(e),
     }
     let s = b.state.load(Ordering::Acquire);
     if s != BL_REPLIED {
-        if s == BL_REFUSED {
+        if s == BL_REFUSED || s == BL_INVALID {
+            // Release; pairs with the next claimant's Acquire CAS.
             b.state.store(BL_FREE, Ordering::Release);
         }
-        return fail(refused("refused by the listener"));
+        return fail(match s {
+            BL_REFUSED => refused("refused by the listener"),
+            BL_INVALID => bad("the listener found our request invalid"),
+            _ => bad("backlog state"),
+        });
     }
     let sslot = b.server_slot.load(Ordering::Relaxed);
     let soff = b.server_off.load(Ordering::Relaxed);
