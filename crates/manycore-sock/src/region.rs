@@ -74,6 +74,11 @@ impl Namespace {
     pub(crate) fn prepare(&self) -> io::Result<()> {
         let Namespace::Dir(dir) = self else { return Ok(()) };
         use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+        static CHECKED: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
+        let checked = CHECKED.get_or_init(Default::default);
+        if checked.lock().map(|s| s.contains(dir)).unwrap_or(false) {
+            return Ok(());
+        }
         match std::fs::DirBuilder::new().mode(0o700).create(dir) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -86,14 +91,9 @@ impl Namespace {
                 format!("manycore-sock: {} is not a private directory of this user", dir.display()),
             ));
         }
-        static CLEANED: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
-        let first = CLEANED
-            .get_or_init(Default::default)
-            .lock()
-            .map(|mut s| s.insert(dir.clone()))
-            .unwrap_or(false);
-        if first {
-            clean_stale(dir);
+        clean_stale(dir);
+        if let Ok(mut s) = checked.lock() {
+            s.insert(dir.clone());
         }
         Ok(())
     }
