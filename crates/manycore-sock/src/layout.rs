@@ -61,7 +61,9 @@ pub(crate) struct ProducerLine {
     pub reset: AtomicU64,
     /// `FLAG_CLOSED` once the sender will write no more (EOF after draining).
     pub flags: AtomicU32,
-    pub _pad: AtomicU32,
+    /// The CPU the ring's owner last ran a read or write on (a hint for the
+    /// other side's spin decision; any value is harmless).
+    pub cpu: AtomicU32,
     /// The reader sleeps here when the ring is empty.
     pub data_ec: SharedEventCount,
 }

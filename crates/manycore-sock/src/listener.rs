@@ -108,7 +108,7 @@ impl Listener {
                     WaitMode::Spin => WaitMode::Hybrid { spin: Duration::from_millis(1) },
                     m => m,
                 };
-                let w = wait_on(mode, deadline, &hdr.accept_ec, &Liveness::SameProcess, || {
+                let w = wait_on(mode, deadline, &hdr.accept_ec, &Liveness::SameProcess, None, || {
                     found = scan();
                     Ok(found.is_some())
                 })?;
@@ -181,6 +181,8 @@ impl Listener {
             shut: AtomicU8::new(0),
             dead: AtomicBool::new(false),
             last_check: Mutex::new(Instant::now()),
+            rx_spin: std::sync::atomic::AtomicU32::new(u32::MAX),
+            tx_spin: std::sync::atomic::AtomicU32::new(u32::MAX),
         };
         finish(BL_REPLIED);
         Ok((Stream { c: Arc::new(conn) }, paddr))
@@ -267,7 +269,7 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
         ep.free_now(&tx);
         Err(e)
     };
-    let w = wait_on(WaitMode::Hybrid { spin: Duration::from_micros(200) }, deadline, &b.ec, &live, || {
+    let w = wait_on(WaitMode::Hybrid { spin: Duration::from_micros(200) }, deadline, &b.ec, &live, None, || {
         // Acquire; pairs with the acceptor's Release store of the reply state.
         let s = b.state.load(Ordering::Acquire);
         Ok(s != BL_REQUEST && s != BL_ACCEPTING)
@@ -283,7 +285,7 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
                 });
             }
             // Taken: the acceptor replies promptly unless it died.
-            let w2 = wait_on(WaitMode::Sleep, Some(Instant::now() + Duration::from_secs(5)), &b.ec, &live, || {
+            let w2 = wait_on(WaitMode::Sleep, Some(Instant::now() + Duration::from_secs(5)), &b.ec, &live, None, || {
                 let s = b.state.load(Ordering::Acquire);
                 Ok(s != BL_ACCEPTING)
             });
@@ -330,6 +332,8 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
         shut: AtomicU8::new(0),
         dead: AtomicBool::new(false),
         last_check: Mutex::new(Instant::now()),
+        rx_spin: std::sync::atomic::AtomicU32::new(u32::MAX),
+        tx_spin: std::sync::atomic::AtomicU32::new(u32::MAX),
     };
     Ok(Stream { c: Arc::new(conn) })
 }

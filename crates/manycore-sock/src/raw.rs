@@ -266,3 +266,14 @@ pub(crate) fn poll_readable(fd: &OwnedFd, timeout: Duration) -> bool {
 pub(crate) fn getpid() -> u32 {
     std::process::id()
 }
+
+/// The CPU this thread runs on now (or u32::MAX if unknown).
+pub(crate) fn current_cpu() -> u32 {
+    // SAFETY: sched_getcpu has no preconditions; it returns -1 on failure.
+    let c = unsafe { libc::sched_getcpu() };
+    if c < 0 {
+        u32::MAX
+    } else {
+        c as u32
+    }
+}

@@ -124,7 +124,6 @@ pub(crate) fn try_write(
         return Err(invalid("ring state (earlier)"));
     }
     let mut n = 0usize;
-    let start_head = st.head;
     while n < buf.len() {
         if st.head == st.tail {
             // Empty (the reader has consumed everything we wrote): restart at
@@ -153,6 +152,7 @@ pub(crate) fn try_write(
                 w.store(hdr_word(0, st.chunk), Ordering::Relaxed);
                 st.head += FRAG_HDR as u64;
                 st.woff = 0;
+                commit(r, st.head);
                 continue;
             }
             if !refresh_tail(r, st)? {
@@ -160,7 +160,11 @@ pub(crate) fn try_write(
             }
             continue;
         }
-        let take = (buf.len() - n).min(contig - FRAG_HDR);
+        // Large chunks carry several fragments at once so that reader and
+        // writer copy in parallel; small ones (the paper's MPB sizes) carry
+        // one fragment of up to the whole chunk.
+        let maxfrag = if cap > 16 << 10 { (cap / 4).min(64 << 10) } else { cap };
+        let take = (buf.len() - n).min(contig.min(maxfrag) - FRAG_HDR);
         let off = r.data_at(st.woff);
         if !r.shm.map.write_bytes(off + FRAG_HDR, &buf[n..n + take]) {
             return Err(invalid("offset"));
@@ -175,18 +179,33 @@ pub(crate) fn try_write(
         }
         st.head += fsz as u64;
         n += take;
-    }
-    if st.head != start_head {
-        // Release: commits the fragments (bytes, then header, then this);
-        // pairs with the Acquire load of `head` in `try_read`.
-        r.slot.prod.head.store(st.head, Ordering::Release);
-        // SeqCst fence, then look for a sleeping reader: pairs with the fence
-        // in `EventCount::prepare_wait` (the reader announces, then re-checks
-        // `head`): one of us sees the other, no lost wakeup.
-        fence(Ordering::SeqCst);
-        r.slot.prod.data_ec.notify_one_after_fence();
+        commit(r, st.head);
     }
     Ok(n)
+}
+
+/// Publishes `head` and wakes the reader if it announced it is sleeping.
+#[inline]
+fn commit(r: &RingRef<'_>, head: u64) {
+    // Release: commits the fragment (bytes, then header, then this); pairs
+    // with the Acquire load of `head` in `refresh_head`.
+    r.slot.prod.head.store(head, Ordering::Release);
+    // SeqCst fence, then look for a sleeping reader: pairs with the fence in
+    // `EventCount::prepare_wait` (the reader announces, then re-checks
+    // `head`): one of us sees the other, no lost wakeup.
+    fence(Ordering::SeqCst);
+    r.slot.prod.data_ec.notify_one_after_fence();
+}
+
+/// Publishes `tail` and wakes the writer if it announced it is sleeping.
+#[inline]
+fn release(r: &RingRef<'_>, tail: u64) {
+    // Release: our copies out happen-before the writer reuses the space;
+    // pairs with the Acquire in `refresh_tail`.
+    r.slot.cons.tail.store(tail, Ordering::Release);
+    // SeqCst; pairs with the fence in the writer's prepare_wait.
+    fence(Ordering::SeqCst);
+    r.slot.cons.space_ec.notify_one_after_fence();
 }
 
 /// True if the ring has free space or the writer should re-try (the reader
@@ -241,17 +260,8 @@ pub(crate) fn try_read(r: &RingRef<'_>, st: &mut RxState, buf: &mut [u8]) -> io:
     if st.broken {
         return Err(invalid("ring state (earlier)"));
     }
-    let start_tail = st.tail;
     let mut n = 0usize;
     let res = read_loop(r, st, buf, &mut n);
-    if st.tail != start_tail {
-        // Release: our copies out happen-before the writer reuses the space;
-        // pairs with the Acquire in `refresh_tail`.
-        r.slot.cons.tail.store(st.tail, Ordering::Release);
-        // SeqCst; pairs with the fence in the writer's prepare_wait.
-        fence(Ordering::SeqCst);
-        r.slot.cons.space_ec.notify_one_after_fence();
-    }
     match res {
         Ok(()) => Ok(n),
         Err(e) if n > 0 => {
@@ -281,6 +291,7 @@ fn read_loop(r: &RingRef<'_>, st: &mut RxState, buf: &mut [u8], n: &mut usize) -
                 if st.roff == st.chunk as usize {
                     st.roff = 0;
                 }
+                release(r, st.tail);
             } else {
                 st.cur = Some((poff, len, done + take, fsz));
             }
@@ -317,6 +328,7 @@ fn read_loop(r: &RingRef<'_>, st: &mut RxState, buf: &mut [u8], n: &mut usize) -
             if st.roff == chunk as usize {
                 st.roff = 0;
             }
+            release(r, st.tail);
             continue;
         }
         st.cur = Some((st.roff + FRAG_HDR, len, 0, fsz));

@@ -50,6 +50,17 @@ pub(crate) enum Waited {
     TimedOut,
 }
 
+/// Smallest adaptive spin budget of `WaitMode::Hybrid`.
+const MIN_SPIN_NS: u32 = 2_000;
+
+/// Spin hints for one waiting direction: an adaptive budget (doubled when a
+/// spin succeeds, halved when it has to sleep) and the CPU the peer last ran
+/// on (spinning against a peer on our own CPU only delays it).
+pub(crate) struct SpinHint<'a> {
+    pub budget_ns: &'a std::sync::atomic::AtomicU32,
+    pub peer_cpu: Option<&'a manycore_sync::atomic::AtomicU32>,
+}
+
 /// Waits until `check` says ready: spin per `mode`, then announce on `ec`,
 /// re-check, and sleep in slices, checking `peer` between slices. `check`
 /// errors are returned (after withdrawing any announcement).
@@ -58,23 +69,62 @@ pub(crate) fn wait_on(
     deadline: Option<Instant>,
     ec: &SharedEventCount,
     peer: &Liveness,
+    hint: Option<SpinHint<'_>>,
     mut check: impl FnMut() -> io::Result<bool>,
 ) -> io::Result<Waited> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let colocated = hint
+        .as_ref()
+        .and_then(|h| h.peer_cpu)
+        .is_some_and(|c| c.load(Ordering::Relaxed) == crate::raw::current_cpu());
     let spin = match mode {
         WaitMode::Spin => SPIN_SLICE,
-        WaitMode::Hybrid { spin } => spin,
+        WaitMode::Hybrid { spin } if colocated => {
+            let _ = spin;
+            Duration::ZERO
+        }
+        WaitMode::Hybrid { spin } => match &hint {
+            Some(h) => Duration::from_nanos(h.budget_ns.load(Relaxed) as u64).min(spin),
+            None => spin,
+        },
         WaitMode::Sleep => Duration::ZERO,
     };
+    let adapt = |ok: bool| {
+        if let (WaitMode::Hybrid { spin: max }, Some(h)) = (mode, &hint) {
+            let max = max.as_nanos().min(u32::MAX as u128) as u32;
+            let b = h.budget_ns.load(Relaxed).min(max);
+            let nb = if ok { b.saturating_mul(2).min(max) } else { (b / 2).max(MIN_SPIN_NS.min(max)) };
+            h.budget_ns.store(nb, Relaxed);
+        }
+    };
+    let mut first = true;
     loop {
         let mut budget = SpinBudget::new(spin);
+        let mut i = 0u32;
         loop {
             if check()? {
+                if first && !spin.is_zero() && !colocated {
+                    adapt(true);
+                }
                 return Ok(Waited::Ready);
+            }
+            if mode == WaitMode::Spin && colocated {
+                // The peer needs our CPU: give it away rather than spin.
+                std::thread::yield_now();
+                i += 1;
+                if i >= 64 {
+                    break;
+                }
+                continue;
             }
             if !budget.spin() {
                 break;
             }
         }
+        if first && !spin.is_zero() && !colocated {
+            adapt(false);
+        }
+        first = false;
         if mode == WaitMode::Spin {
             std::thread::yield_now();
         } else {
@@ -128,12 +178,25 @@ pub(crate) struct Conn {
     /// Set once the peer was seen dead; `last_check` rate-limits probes.
     pub dead: AtomicBool,
     pub last_check: Mutex<Instant>,
+    /// Adaptive spin budgets (ns) of the read and write waits.
+    pub rx_spin: std::sync::atomic::AtomicU32,
+    pub tx_spin: std::sync::atomic::AtomicU32,
 }
 
 /// How often a writer that never has to wait probes the peer's liveness.
 const PROBE_EVERY: Duration = Duration::from_millis(20);
 
 impl Conn {
+    /// Tells the peer which CPU we run on (its spin hint).
+    fn publish_cpu(&self) {
+        if let Some(s) = self.ep.shm.slot(self.tx.idx) {
+            let c = crate::raw::current_cpu();
+            if s.prod.cpu.load(Ordering::Relaxed) != c {
+                s.prod.cpu.store(c, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// True if the peer is known dead (probing at most every `PROBE_EVERY`).
     fn peer_dead(&self) -> bool {
         if self.dead.load(std::sync::atomic::Ordering::Relaxed) {
@@ -178,6 +241,7 @@ impl Conn {
             return Ok(0);
         }
         let r = self.rxr()?;
+        self.publish_cpu();
         let mut rx = lock(&self.rx);
         let nb = self.nonblocking.load(std::sync::atomic::Ordering::Relaxed);
         let deadline = if nb { Some(Instant::now()) } else { self.deadline(&self.read_timeout) };
@@ -201,7 +265,8 @@ impl Conn {
                 return Err(io::Error::from(io::ErrorKind::WouldBlock));
             }
             let ec = &r.slot.prod.data_ec;
-            let w = wait_on(mode, deadline, ec, &self.live, || {
+            let hint = SpinHint { budget_ns: &self.rx_spin, peer_cpu: Some(&r.slot.prod.cpu) };
+            let w = wait_on(mode, deadline, ec, &self.live, Some(hint), || {
                 Ok(ring::reader_has_data(&r, &mut rx)? || ring::writer_closed(&r)?)
             })?;
             match w {
@@ -231,6 +296,7 @@ impl Conn {
             return Ok(0);
         }
         let r = self.txr()?;
+        self.publish_cpu();
         let mut tx = lock(&self.tx.tx);
         let nb = self.nonblocking.load(std::sync::atomic::Ordering::Relaxed);
         let deadline = if nb { Some(Instant::now()) } else { self.deadline(&self.write_timeout) };
@@ -257,7 +323,9 @@ impl Conn {
                 return Err(io::Error::from(io::ErrorKind::WouldBlock));
             }
             let ec = &r.slot.cons.space_ec;
-            let w = wait_on(mode, deadline, ec, &self.live, || {
+            let peer_cpu = self.rxr().ok().map(|p| &p.slot.prod.cpu);
+            let hint = SpinHint { budget_ns: &self.tx_spin, peer_cpu };
+            let w = wait_on(mode, deadline, ec, &self.live, Some(hint), || {
                 let d = self.tx.alloc.load(Ordering::Relaxed);
                 Ok(ring::reader_closed(&r)? || ring::writer_can_progress(&r, &mut tx, d)?)
             })?;
@@ -280,7 +348,7 @@ impl Conn {
             let Some(br) = RingRef::new(&self.ep.shm, b.idx, b.base) else { return Ok(()) };
             let ec = &br.slot.cons.space_ec;
             let never = Liveness::SameProcess;
-            let w = wait_on(mode, deadline, ec, &never, || {
+            let w = wait_on(mode, deadline, ec, &never, None, || {
                 self.ep.try_apply(&b);
                 Ok(self.ep.blocker(&self.tx).is_none())
             })?;
