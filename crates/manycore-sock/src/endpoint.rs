@@ -208,13 +208,13 @@ impl Endpoint {
     /// If `v`'s ring is idle, applies its new chunk size now.
     pub fn try_apply(&self, v: &TxSlot) {
         let Ok(mut tx) = v.tx.try_lock() else { return };
-        let Some(r) = RingRef::new(&self.shm, v.idx, v.base) else { return };
+        let Some(r) = RingRef::new(&*self.shm, v.idx, v.base) else { return };
         self.apply_locked(v, &mut tx, &r);
     }
 
     /// Under `v.tx`: if the ring is empty, restart it at offset 0 with the
     /// granted chunk and publish the new extent.
-    pub fn apply_locked(&self, v: &TxSlot, tx: &mut TxState, r: &RingRef<'_>) {
+    pub fn apply_locked(&self, v: &TxSlot, tx: &mut TxState, r: &RingRef<'_, Shm>) {
         let desired = v.alloc.load(Ordering::Relaxed);
         if tx.chunk == desired || tx.broken {
             return;

@@ -47,6 +47,7 @@ pub(crate) struct RegionHeader {
     /// Listener doorbell: a connector rings it after posting a request.
     pub accept_ec: SharedEventCount,
 }
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<RegionHeader>() == 128);
 
 /// Written by the sender (owner of the ring), read by the receiver.
@@ -67,6 +68,7 @@ pub(crate) struct ProducerLine {
     /// The reader sleeps here when the ring is empty.
     pub data_ec: SharedEventCount,
 }
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<ProducerLine>() == 128);
 
 /// Written by the receiver, read by the sender.
@@ -82,6 +84,7 @@ pub(crate) struct ConsumerLine {
     /// The writer sleeps here when the ring is full.
     pub space_ec: SharedEventCount,
 }
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<ConsumerLine>() == 128);
 
 /// The only valid non-zero value of a line's `flags`.
@@ -95,6 +98,7 @@ pub(crate) struct ConnSlot {
     pub prod: ProducerLine,
     pub cons: ConsumerLine,
 }
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<ConnSlot>() == 256);
 
 /// Backlog slot states.
@@ -126,6 +130,7 @@ pub(crate) struct BacklogSlot {
     pub server_size: AtomicU32,
     pub _pad: AtomicU32,
 }
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<BacklogSlot>() == 128);
 
 /// Offsets of the parts of a region, computed from its parameters (never

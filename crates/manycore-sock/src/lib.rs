@@ -57,13 +57,13 @@
 //! ```
 
 #![warn(missing_docs)]
+#![cfg_attr(loom, allow(dead_code, unused_imports))]
 
 mod buddy;
 #[cfg(not(loom))]
 mod config;
 #[cfg(not(loom))]
 mod endpoint;
-#[cfg(not(loom))]
 mod layout;
 #[cfg(not(loom))]
 mod listener;
@@ -71,8 +71,10 @@ mod listener;
 mod raw;
 #[cfg(not(loom))]
 mod region;
-#[cfg(not(loom))]
 mod ring;
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_model;
 #[cfg(not(loom))]
 mod stream;
 

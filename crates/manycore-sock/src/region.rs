@@ -397,6 +397,29 @@ fn bad_region() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, "manycore-sock: not a valid region")
 }
 
+impl crate::ring::RingMem for Shm {
+    fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    fn slot(&self, idx: u32) -> Option<&ConnSlot> {
+        Shm::slot(self, idx)
+    }
+    fn store_hdr(&self, off: usize, v: u64) -> bool {
+        // Relaxed: published by the ring's Release store of `head`.
+        self.atomic_u64(off).map(|w| w.store(v, Ordering::Relaxed)).is_some()
+    }
+    fn load_hdr(&self, off: usize) -> Option<u64> {
+        // Relaxed: ordered by the reader's Acquire load of `head`.
+        self.atomic_u64(off).map(|w| w.load(Ordering::Relaxed))
+    }
+    fn write_bytes(&self, off: usize, src: &[u8]) -> bool {
+        self.map.write_bytes(off, src)
+    }
+    fn read_bytes(&self, off: usize, dst: &mut [u8]) -> bool {
+        self.map.read_bytes(off, dst)
+    }
+}
+
 impl Shm {
     /// The namespace this region lives in.
     pub fn ns_ref(&self) -> &Namespace {

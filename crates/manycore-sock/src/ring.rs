@@ -10,7 +10,6 @@
 //! ring is empty, together with a restart at offset 0 (`reset`).
 
 use crate::layout::{ConnSlot, Layout, FLAG_CLOSED, FRAG_HDR};
-use crate::region::Shm;
 use manycore_sync::atomic::{fence, Ordering};
 use std::io;
 
@@ -66,31 +65,51 @@ pub(crate) struct RxState {
     pub eof: bool,
 }
 
+/// The memory a ring lives in: a shared region normally, a loom model under
+/// `cfg(loom)`. Offsets are region offsets; every access is bounds-checked.
+pub(crate) trait RingMem {
+    fn layout(&self) -> &Layout;
+    fn slot(&self, idx: u32) -> Option<&ConnSlot>;
+    /// Stores a fragment header word (8-aligned).
+    fn store_hdr(&self, off: usize, v: u64) -> bool;
+    /// Loads a fragment header word (8-aligned).
+    fn load_hdr(&self, off: usize) -> Option<u64>;
+    fn write_bytes(&self, off: usize, src: &[u8]) -> bool;
+    fn read_bytes(&self, off: usize, dst: &mut [u8]) -> bool;
+}
+
 /// One direction's view: a region, a slot index and a block base offset,
 /// all validated at handshake time against the region's local layout.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct RingRef<'a> {
-    pub shm: &'a Shm,
+#[derive(Debug)]
+pub(crate) struct RingRef<'a, M: RingMem> {
+    pub shm: &'a M,
     pub slot: &'a ConnSlot,
     pub base: u32,
 }
 
-impl<'a> RingRef<'a> {
-    pub fn new(shm: &'a Shm, idx: u32, base: u32) -> Option<Self> {
+impl<M: RingMem> Clone for RingRef<'_, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<M: RingMem> Copy for RingRef<'_, M> {}
+
+impl<'a, M: RingMem> RingRef<'a, M> {
+    pub fn new(shm: &'a M, idx: u32, base: u32) -> Option<Self> {
         let slot = shm.slot(idx)?;
         Some(RingRef { shm, slot, base })
     }
     fn layout(&self) -> &Layout {
-        &self.shm.layout
+        self.shm.layout()
     }
     fn data_at(&self, off: usize) -> usize {
-        self.shm.layout.data_off + self.base as usize + off
+        self.shm.layout().data_off + self.base as usize + off
     }
 }
 
 /// Refreshes the sender's copy of `tail`. Acquire; pairs with the reader's
 /// Release store of `tail` after copying out (the space is free to reuse).
-fn refresh_tail(r: &RingRef<'_>, st: &mut TxState) -> io::Result<bool> {
+fn refresh_tail<M: RingMem>(r: &RingRef<'_, M>, st: &mut TxState) -> io::Result<bool> {
     let t = r.slot.cons.tail.load(Ordering::Acquire);
     if t < st.tail || t > st.head {
         st.broken = true;
@@ -102,7 +121,7 @@ fn refresh_tail(r: &RingRef<'_>, st: &mut TxState) -> io::Result<bool> {
 }
 
 /// Peer (reader) has closed its end: the consumer line says so.
-pub(crate) fn reader_closed(r: &RingRef<'_>) -> io::Result<bool> {
+pub(crate) fn reader_closed<M: RingMem>(r: &RingRef<'_, M>) -> io::Result<bool> {
     match r.slot.cons.flags.load(Ordering::Acquire) {
         0 => Ok(false),
         FLAG_CLOSED => Ok(true),
@@ -114,8 +133,8 @@ pub(crate) fn reader_closed(r: &RingRef<'_>) -> io::Result<bool> {
 /// `desired` is the chunk the sender's block allows now (applied only when
 /// the ring is empty). Returns bytes written and whether the chunk changed
 /// (so the caller can publish the new extent).
-pub(crate) fn try_write(
-    r: &RingRef<'_>,
+pub(crate) fn try_write<M: RingMem>(
+    r: &RingRef<'_, M>,
     st: &mut TxState,
     desired: u32,
     buf: &[u8],
@@ -148,8 +167,9 @@ pub(crate) fn try_write(
         if contig < 2 * FRAG_HDR {
             if contig == FRAG_HDR && st.woff + FRAG_HDR == cap {
                 // A zero-length pad fragment takes us to the end of the chunk.
-                let w = r.shm.atomic_u64(r.data_at(st.woff)).ok_or_else(|| invalid("offset"))?;
-                w.store(hdr_word(0, st.chunk), Ordering::Relaxed);
+                if !r.shm.store_hdr(r.data_at(st.woff), hdr_word(0, st.chunk)) {
+                    return Err(invalid("offset"));
+                }
                 st.head += FRAG_HDR as u64;
                 st.woff = 0;
                 commit(r, st.head);
@@ -166,12 +186,13 @@ pub(crate) fn try_write(
         let maxfrag = if cap > 16 << 10 { (cap / 4).min(64 << 10) } else { cap };
         let take = (buf.len() - n).min(contig.min(maxfrag) - FRAG_HDR);
         let off = r.data_at(st.woff);
-        if !r.shm.map.write_bytes(off + FRAG_HDR, &buf[n..n + take]) {
+        if !r.shm.write_bytes(off + FRAG_HDR, &buf[n..n + take]) {
             return Err(invalid("offset"));
         }
-        let w = r.shm.atomic_u64(off).ok_or_else(|| invalid("offset"))?;
-        // Relaxed: published with the payload by the Release store of `head`.
-        w.store(hdr_word(take, st.chunk), Ordering::Relaxed);
+        // Published with the payload by the Release store of `head`.
+        if !r.shm.store_hdr(off, hdr_word(take, st.chunk)) {
+            return Err(invalid("offset"));
+        }
         let fsz = FRAG_HDR + pad8(take);
         st.woff += fsz;
         if st.woff == cap {
@@ -186,7 +207,7 @@ pub(crate) fn try_write(
 
 /// Publishes `head` and wakes the reader if it announced it is sleeping.
 #[inline]
-fn commit(r: &RingRef<'_>, head: u64) {
+fn commit<M: RingMem>(r: &RingRef<'_, M>, head: u64) {
     // Release: commits the fragment (bytes, then header, then this); pairs
     // with the Acquire load of `head` in `refresh_head`.
     r.slot.prod.head.store(head, Ordering::Release);
@@ -199,7 +220,7 @@ fn commit(r: &RingRef<'_>, head: u64) {
 
 /// Publishes `tail` and wakes the writer if it announced it is sleeping.
 #[inline]
-fn release(r: &RingRef<'_>, tail: u64) {
+fn release<M: RingMem>(r: &RingRef<'_, M>, tail: u64) {
     // Release: our copies out happen-before the writer reuses the space;
     // pairs with the Acquire in `refresh_tail`.
     r.slot.cons.tail.store(tail, Ordering::Release);
@@ -210,7 +231,7 @@ fn release(r: &RingRef<'_>, tail: u64) {
 
 /// True if the ring has free space or the writer should re-try (the reader
 /// moved). Used by the space wait's re-check.
-pub(crate) fn writer_can_progress(r: &RingRef<'_>, st: &mut TxState, desired: u32) -> io::Result<bool> {
+pub(crate) fn writer_can_progress<M: RingMem>(r: &RingRef<'_, M>, st: &mut TxState, desired: u32) -> io::Result<bool> {
     refresh_tail(r, st)?;
     if st.head == st.tail {
         return Ok(true);
@@ -224,7 +245,7 @@ pub(crate) fn writer_can_progress(r: &RingRef<'_>, st: &mut TxState, desired: u3
 }
 
 /// The reader's load of `head`. Acquire; pairs with the Release in `try_write`.
-fn refresh_head(r: &RingRef<'_>, st: &mut RxState) -> io::Result<bool> {
+fn refresh_head<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState) -> io::Result<bool> {
     let h = r.slot.prod.head.load(Ordering::Acquire);
     let max = r.layout().max_chunk_at(r.base) as u64;
     if h < st.tail || h - st.tail > max || h < st.head {
@@ -237,7 +258,7 @@ fn refresh_head(r: &RingRef<'_>, st: &mut RxState) -> io::Result<bool> {
 }
 
 /// True if the writer has closed its end.
-pub(crate) fn writer_closed(r: &RingRef<'_>) -> io::Result<bool> {
+pub(crate) fn writer_closed<M: RingMem>(r: &RingRef<'_, M>) -> io::Result<bool> {
     match r.slot.prod.flags.load(Ordering::Acquire) {
         0 => Ok(false),
         FLAG_CLOSED => Ok(true),
@@ -246,7 +267,7 @@ pub(crate) fn writer_closed(r: &RingRef<'_>) -> io::Result<bool> {
 }
 
 /// True if data is available (re-loads `head`).
-pub(crate) fn reader_has_data(r: &RingRef<'_>, st: &mut RxState) -> io::Result<bool> {
+pub(crate) fn reader_has_data<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState) -> io::Result<bool> {
     if st.cur.is_some() || st.head != st.tail {
         return Ok(true);
     }
@@ -256,7 +277,7 @@ pub(crate) fn reader_has_data(r: &RingRef<'_>, st: &mut RxState) -> io::Result<b
 
 /// Copies available bytes into `buf` without waiting; releases consumed
 /// fragments and wakes a writer waiting for space.
-pub(crate) fn try_read(r: &RingRef<'_>, st: &mut RxState, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn try_read<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState, buf: &mut [u8]) -> io::Result<usize> {
     if st.broken {
         return Err(invalid("ring state (earlier)"));
     }
@@ -273,13 +294,13 @@ pub(crate) fn try_read(r: &RingRef<'_>, st: &mut RxState, buf: &mut [u8]) -> io:
     }
 }
 
-fn read_loop(r: &RingRef<'_>, st: &mut RxState, buf: &mut [u8], n: &mut usize) -> io::Result<()> {
+fn read_loop<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState, buf: &mut [u8], n: &mut usize) -> io::Result<()> {
     let lay = r.layout();
     let max = lay.max_chunk_at(r.base) as usize;
     while *n < buf.len() {
         if let Some((poff, len, done, fsz)) = st.cur {
             let take = (len - done).min(buf.len() - *n);
-            if !r.shm.map.read_bytes(r.data_at(poff + done), &mut buf[*n..*n + take]) {
+            if !r.shm.read_bytes(r.data_at(poff + done), &mut buf[*n..*n + take]) {
                 st.broken = true;
                 return Err(invalid("offset"));
             }
@@ -308,8 +329,8 @@ fn read_loop(r: &RingRef<'_>, st: &mut RxState, buf: &mut [u8], n: &mut usize) -
             st.broken = true;
             return Err(invalid("ring offset"));
         }
-        let w = r.shm.atomic_u64(r.data_at(st.roff)).ok_or_else(|| invalid("offset"))?;
-        let h = w.load(Ordering::Relaxed);
+        // Written before the `head` Release we acquired above.
+        let h = r.shm.load_hdr(r.data_at(st.roff)).ok_or_else(|| invalid("offset"))?;
         let len = (h & 0xffff_ffff) as usize;
         let chunk = (h >> 32) as u32;
         let fsz = FRAG_HDR.checked_add(pad8(len)).unwrap_or(usize::MAX);

@@ -219,11 +219,11 @@ impl Conn {
         d
     }
 
-    fn txr(&self) -> io::Result<RingRef<'_>> {
-        RingRef::new(&self.ep.shm, self.tx.idx, self.tx.base).ok_or_else(|| ring::invalid("slot"))
+    fn txr(&self) -> io::Result<RingRef<'_, Shm>> {
+        RingRef::new(&*self.ep.shm, self.tx.idx, self.tx.base).ok_or_else(|| ring::invalid("slot"))
     }
-    fn rxr(&self) -> io::Result<RingRef<'_>> {
-        RingRef::new(&self.peer, self.rx_idx, self.rx_base).ok_or_else(|| ring::invalid("slot"))
+    fn rxr(&self) -> io::Result<RingRef<'_, Shm>> {
+        RingRef::new(&*self.peer, self.rx_idx, self.rx_base).ok_or_else(|| ring::invalid("slot"))
     }
     fn deadline(&self, t: &Mutex<Option<Duration>>) -> Option<Instant> {
         lock(t).map(|d| Instant::now() + d)
@@ -345,7 +345,7 @@ impl Conn {
         loop {
             let Some(b) = self.ep.blocker(&self.tx) else { return Ok(()) };
             self.ep.try_apply(&b);
-            let Some(br) = RingRef::new(&self.ep.shm, b.idx, b.base) else { return Ok(()) };
+            let Some(br) = RingRef::new(&*self.ep.shm, b.idx, b.base) else { return Ok(()) };
             let ec = &br.slot.cons.space_ec;
             let never = Liveness::SameProcess;
             let w = wait_on(mode, deadline, ec, &never, None, || {
