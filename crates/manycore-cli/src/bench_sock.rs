@@ -28,7 +28,10 @@ pub struct SockBenchOpts {
 
 impl Default for SockBenchOpts {
     fn default() -> Self {
-        SockBenchOpts { secs: 0.25, quick: false }
+        SockBenchOpts {
+            secs: 0.25,
+            quick: false,
+        }
     }
 }
 
@@ -46,8 +49,13 @@ fn mode_of(name: &str) -> WaitMode {
 fn bench_ns() -> (Namespace, PathBuf) {
     // SAFETY-free uid lookup: the owner of /proc/self.
     use std::os::unix::fs::MetadataExt;
-    let uid = std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(0);
-    let dir = PathBuf::from(format!("/dev/shm/manycore-{uid}-bench-{}", std::process::id()));
+    let uid = std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0);
+    let dir = PathBuf::from(format!(
+        "/dev/shm/manycore-{uid}-bench-{}",
+        std::process::id()
+    ));
     (Namespace::dir(&dir), dir)
 }
 
@@ -95,7 +103,12 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// Ping-pong: `reps` repetitions of up to `secs` each. Returns (median of
 /// the repetitions' medians, p99 over all samples) in microseconds.
-fn pingpong<S: Read + Write>(s: &mut S, size: usize, secs: f64, reps: usize) -> io::Result<(f64, f64)> {
+fn pingpong<S: Read + Write>(
+    s: &mut S,
+    size: usize,
+    secs: f64,
+    reps: usize,
+) -> io::Result<(f64, f64)> {
     let mut buf = vec![0x5au8; size];
     for _ in 0..20 {
         s.write_all(&buf)?;
@@ -202,7 +215,9 @@ impl Other {
                 loop {
                     match c.try_wait() {
                         Ok(Some(_)) => break,
-                        Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(2)),
+                        Ok(None) if Instant::now() < end => {
+                            std::thread::sleep(Duration::from_millis(2))
+                        }
                         _ => {
                             let _ = c.kill();
                             let _ = c.wait();
@@ -216,14 +231,25 @@ impl Other {
 }
 
 fn spawn_peer(args: &[String]) -> io::Result<Child> {
-    Command::new(std::env::current_exe()?).arg("__sock-peer").args(args).stdin(Stdio::piped()).spawn()
+    Command::new(std::env::current_exe()?)
+        .arg("__sock-peer")
+        .args(args)
+        .stdin(Stdio::piped())
+        .spawn()
 }
 
 static PORT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(100);
 
 /// Sets up a connected pair: `role` is "echo" (with `arg` = message size)
 /// or "sink" (with `arg` = bytes per acknowledgement).
-fn setup(kind: Kind, procs: bool, role: &'static str, arg: usize, ns: &Namespace, dir: &std::path::Path) -> io::Result<(Conn, Other)> {
+fn setup(
+    kind: Kind,
+    procs: bool,
+    role: &'static str,
+    arg: usize,
+    ns: &Namespace,
+    dir: &std::path::Path,
+) -> io::Result<(Conn, Other)> {
     let port = PORT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let serve = move |c: Conn| -> io::Result<()> {
         if role == "echo" {
@@ -235,7 +261,13 @@ fn setup(kind: Kind, procs: bool, role: &'static str, arg: usize, ns: &Namespace
     match kind {
         Kind::Sock(mode) => {
             let addr = ns.addr(port);
-            let l = Listener::bind_with(&addr, Config { wait_mode: mode_of(mode), ..Config::default() })?;
+            let l = Listener::bind_with(
+                &addr,
+                Config {
+                    wait_mode: mode_of(mode),
+                    ..Config::default()
+                },
+            )?;
             l.set_accept_timeout(Some(IO_TIMEOUT))?;
             let other = if procs {
                 Other::Proc(spawn_peer(&[
@@ -263,10 +295,16 @@ fn setup(kind: Kind, procs: bool, role: &'static str, arg: usize, ns: &Namespace
             let _ = std::fs::remove_file(&path);
             let l = UnixListener::bind(&path)?;
             let other = if procs {
-                Other::Proc(spawn_peer(&[format!("unix-{role}"), path.display().to_string(), arg.to_string()])?)
+                Other::Proc(spawn_peer(&[
+                    format!("unix-{role}"),
+                    path.display().to_string(),
+                    arg.to_string(),
+                ])?)
             } else {
                 let p = path.clone();
-                Other::Thread(std::thread::spawn(move || serve(Conn::Unix(UnixStream::connect(p)?))))
+                Other::Thread(std::thread::spawn(move || {
+                    serve(Conn::Unix(UnixStream::connect(p)?))
+                }))
             };
             let (s, _) = l.accept()?;
             let _ = std::fs::remove_file(&path);
@@ -277,7 +315,11 @@ fn setup(kind: Kind, procs: bool, role: &'static str, arg: usize, ns: &Namespace
             let l = TcpListener::bind("127.0.0.1:0")?;
             let p = l.local_addr()?.port();
             let other = if procs {
-                Other::Proc(spawn_peer(&[format!("tcp-{role}"), p.to_string(), arg.to_string()])?)
+                Other::Proc(spawn_peer(&[
+                    format!("tcp-{role}"),
+                    p.to_string(),
+                    arg.to_string(),
+                ])?)
             } else {
                 Other::Thread(std::thread::spawn(move || {
                     let s = TcpStream::connect(("127.0.0.1", p))?;
@@ -315,8 +357,18 @@ pub fn run(opts: &SockBenchOpts) -> Vec<Record> {
         return out;
     }
     let reps = if opts.quick { 3 } else { 5 };
-    let secs = if opts.quick { opts.secs.min(0.1) } else { opts.secs };
-    let kinds = [Kind::Sock("spin"), Kind::Sock("hybrid"), Kind::Sock("sleep"), Kind::Unix, Kind::Tcp];
+    let secs = if opts.quick {
+        opts.secs.min(0.1)
+    } else {
+        opts.secs
+    };
+    let kinds = [
+        Kind::Sock("spin"),
+        Kind::Sock("hybrid"),
+        Kind::Sock("sleep"),
+        Kind::Unix,
+        Kind::Tcp,
+    ];
     let sizes: &[usize] = &[64, 1024, 64 << 10];
     for procs in [false, true] {
         let wher = if procs { "procs" } else { "threads" };
@@ -348,7 +400,14 @@ pub fn run(opts: &SockBenchOpts) -> Vec<Record> {
                 r
             });
             match r {
-                Ok(t) => out.push(Record::new(BENCH, &case, &kind.name(), "throughput", t, "MiB/s")),
+                Ok(t) => out.push(Record::new(
+                    BENCH,
+                    &case,
+                    &kind.name(),
+                    "throughput",
+                    t,
+                    "MiB/s",
+                )),
                 Err(e) => eprintln!("sock bench: {case} {}: {e}", kind.name()),
             }
         }
@@ -369,12 +428,29 @@ fn table1(opts: &SockBenchOpts, ns: &Namespace, dir: &std::path::Path) -> io::Re
     let port = PORT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let addr = ns.addr(port);
     let server_buf = 8192;
-    let l = Listener::bind_with(&addr, Config { buffer_size: server_buf, min_chunk: 64, ..Config::default() })?;
+    let l = Listener::bind_with(
+        &addr,
+        Config {
+            buffer_size: server_buf,
+            min_chunk: 64,
+            ..Config::default()
+        },
+    )?;
     l.set_accept_timeout(Some(IO_TIMEOUT))?;
     // The measured client has its own undivided 8 KiB buffer, as a core's MPB.
-    set_client_config(Config { buffer_size: server_buf, ..Config::default() });
-    let mut fill = spawn_peer(&["sock-fillers".into(), dir.display().to_string(), port.to_string()])?;
-    let mut fill_in = fill.stdin.take().ok_or_else(|| io::Error::other("no stdin"))?;
+    set_client_config(Config {
+        buffer_size: server_buf,
+        ..Config::default()
+    });
+    let mut fill = spawn_peer(&[
+        "sock-fillers".into(),
+        dir.display().to_string(),
+        port.to_string(),
+    ])?;
+    let mut fill_in = fill
+        .stdin
+        .take()
+        .ok_or_else(|| io::Error::other("no stdin"))?;
     let mut fillers = Vec::new();
     let msg = if opts.quick { 8 << 10 } else { 64 << 10 };
     let reps = 3;
@@ -397,12 +473,28 @@ fn table1(opts: &SockBenchOpts, ns: &Namespace, dir: &std::path::Path) -> io::Re
             srv.set_read_timeout(Some(IO_TIMEOUT))?;
             let chunk = srv.send_chunk();
             let echo_t = std::thread::spawn(move || echo(srv, msg));
-            let (med_us, _) = client.join().map_err(|_| io::Error::other("client panicked"))??;
+            let (med_us, _) = client
+                .join()
+                .map_err(|_| io::Error::other("client panicked"))??;
             let _ = echo_t.join();
             let case = format!("table1-clients-{n}");
             let mibs = 2.0 * msg as f64 / (1 << 20) as f64 / (med_us / 1e6);
-            out.push(Record::new(BENCH, &case, "manycore-sock-hybrid", "throughput", mibs, "MiB/s"));
-            out.push(Record::new(BENCH, &case, "manycore-sock-hybrid", "chunk", chunk as f64, "B"));
+            out.push(Record::new(
+                BENCH,
+                &case,
+                "manycore-sock-hybrid",
+                "throughput",
+                mibs,
+                "MiB/s",
+            ));
+            out.push(Record::new(
+                BENCH,
+                &case,
+                "manycore-sock-hybrid",
+                "chunk",
+                chunk as f64,
+                "B",
+            ));
         }
         Ok(())
     })();
@@ -479,13 +571,19 @@ fn peer(args: &[String]) -> io::Result<()> {
             }
             Ok(())
         }
-        _ => Err(io::Error::new(io::ErrorKind::InvalidInput, "unknown peer role")),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "unknown peer role",
+        )),
     }
 }
 
 /// Prints a human-readable table of `records` (one line per record).
 pub fn print_table(records: &[Record]) {
     for r in records {
-        println!("{:<24} {:<22} {:<8} {:>12.2} {}", r.case, r.impl_, r.metric, r.value, r.unit);
+        println!(
+            "{:<24} {:<22} {:<8} {:>12.2} {}",
+            r.case, r.impl_, r.metric, r.value, r.unit
+        );
     }
 }

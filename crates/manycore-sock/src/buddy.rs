@@ -44,8 +44,19 @@ impl BuddyAllocator {
             return None;
         }
         let mut blocks = BTreeMap::new();
-        blocks.insert(0, Block { size: total, owner: None });
-        Some(Self { total, min, blocks, owners: BTreeMap::new() })
+        blocks.insert(
+            0,
+            Block {
+                size: total,
+                owner: None,
+            },
+        );
+        Some(Self {
+            total,
+            min,
+            blocks,
+            owners: BTreeMap::new(),
+        })
     }
 
     /// Total bytes managed.
@@ -72,9 +83,19 @@ impl BuddyAllocator {
             .max_by(|a, b| a.1.size.cmp(&b.1.size).then(b.0.cmp(a.0)))
             .map(|(&o, b)| (o, b.size));
         if let Some((off, size)) = free {
-            self.blocks.insert(off, Block { size, owner: Some(owner) });
+            self.blocks.insert(
+                off,
+                Block {
+                    size,
+                    owner: Some(owner),
+                },
+            );
             self.owners.insert(owner, off);
-            return Some(Grant { off, size, split: None });
+            return Some(Grant {
+                off,
+                size,
+                split: None,
+            });
         }
         let (voff, vsize, vowner) = self
             .blocks
@@ -84,10 +105,26 @@ impl BuddyAllocator {
             .map(|(&o, b)| (o, b.size, b.owner))?;
         let vowner = vowner?;
         let half = vsize / 2;
-        self.blocks.insert(voff, Block { size: half, owner: Some(vowner) });
-        self.blocks.insert(voff + half, Block { size: half, owner: Some(owner) });
+        self.blocks.insert(
+            voff,
+            Block {
+                size: half,
+                owner: Some(vowner),
+            },
+        );
+        self.blocks.insert(
+            voff + half,
+            Block {
+                size: half,
+                owner: Some(owner),
+            },
+        );
         self.owners.insert(owner, voff + half);
-        Some(Grant { off: voff + half, size: half, split: Some((vowner, half)) })
+        Some(Grant {
+            off: voff + half,
+            size: half,
+            split: Some((vowner, half)),
+        })
     }
 
     /// Releases `owner`'s block and merges buddies. If the block's buddy
@@ -105,7 +142,9 @@ impl BuddyAllocator {
                 break;
             }
             let buddy = off ^ size;
-            let Some(&b) = self.blocks.get(&buddy) else { break };
+            let Some(&b) = self.blocks.get(&buddy) else {
+                break;
+            };
             if b.size != size {
                 break;
             }
@@ -120,7 +159,13 @@ impl BuddyAllocator {
                     // The lower buddy's owner absorbs the freed upper half.
                     self.blocks.remove(&off);
                     size *= 2;
-                    self.blocks.insert(buddy, Block { size, owner: Some(o) });
+                    self.blocks.insert(
+                        buddy,
+                        Block {
+                            size,
+                            owner: Some(o),
+                        },
+                    );
                     grown.push((o, size));
                     off = buddy;
                     // Keep absorbing while the next buddy up is free.
@@ -136,7 +181,13 @@ impl BuddyAllocator {
                             Some(x) if x.size == size && x.owner.is_none() => {
                                 self.blocks.remove(&nb);
                                 size *= 2;
-                                self.blocks.insert(off, Block { size, owner: Some(o) });
+                                self.blocks.insert(
+                                    off,
+                                    Block {
+                                        size,
+                                        owner: Some(o),
+                                    },
+                                );
                                 if let Some(g) = grown.last_mut() {
                                     g.1 = size;
                                 }
@@ -177,9 +228,23 @@ mod tests {
     fn first_gets_all_then_halves() {
         let mut b = BuddyAllocator::new(8192, 64).unwrap();
         let g = b.alloc(1).unwrap();
-        assert_eq!(g, Grant { off: 0, size: 8192, split: None });
+        assert_eq!(
+            g,
+            Grant {
+                off: 0,
+                size: 8192,
+                split: None
+            }
+        );
         let g = b.alloc(2).unwrap();
-        assert_eq!(g, Grant { off: 4096, size: 4096, split: Some((1, 4096)) });
+        assert_eq!(
+            g,
+            Grant {
+                off: 4096,
+                size: 4096,
+                split: Some((1, 4096))
+            }
+        );
         let g = b.alloc(3).unwrap();
         assert_eq!(g.size, 2048);
         assert_eq!(b.free(3).unwrap(), vec![(1, 4096)]);

@@ -23,7 +23,9 @@ pub enum WaitMode {
 
 impl Default for WaitMode {
     fn default() -> Self {
-        WaitMode::Hybrid { spin: Duration::from_micros(50) }
+        WaitMode::Hybrid {
+            spin: Duration::from_micros(50),
+        }
     }
 }
 
@@ -45,7 +47,13 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { buffer_size: 256 << 10, min_chunk: 64, max_connections: 256, backlog: 64, wait_mode: WaitMode::default() }
+        Config {
+            buffer_size: 256 << 10,
+            min_chunk: 64,
+            max_connections: 256,
+            backlog: 64,
+            wait_mode: WaitMode::default(),
+        }
     }
 }
 
@@ -71,6 +79,13 @@ pub fn set_client_config(c: Config) {
 }
 
 pub(crate) fn client_params() -> EpParams {
-    let c = CLIENT.lock().unwrap_or_else(|e| e.into_inner()).clone().unwrap_or_default();
-    EpParams { backlog: 0, ..c.params() }
+    let c = CLIENT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+        .unwrap_or_default();
+    EpParams {
+        backlog: 0,
+        ..c.params()
+    }
 }

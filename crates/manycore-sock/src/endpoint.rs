@@ -98,8 +98,18 @@ pub(crate) struct EpParams {
 impl EpParams {
     pub fn layout(&self) -> io::Result<Layout> {
         let max = (self.buffer / self.min_chunk.max(1) as usize).min(u32::MAX as usize) as u32;
-        Layout::new(self.max_conns.min(max).max(1), self.backlog, self.buffer, self.min_chunk)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "manycore-sock: bad buffer parameters"))
+        Layout::new(
+            self.max_conns.min(max).max(1),
+            self.backlog,
+            self.buffer,
+            self.min_chunk,
+        )
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "manycore-sock: bad buffer parameters",
+            )
+        })
     }
 }
 
@@ -115,7 +125,11 @@ impl Endpoint {
             .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
         Ok(Arc::new(Endpoint {
             shm,
-            st: Mutex::new(EpState { buddy, slots: vec![None; layout.nslots as usize], zombies: Vec::new() }),
+            st: Mutex::new(EpState {
+                buddy,
+                slots: vec![None; layout.nslots as usize],
+                zombies: Vec::new(),
+            }),
         }))
     }
 
@@ -124,13 +138,17 @@ impl Endpoint {
     pub fn alloc(&self) -> io::Result<Arc<TxSlot>> {
         let mut st = lock(&self.st);
         self.reap_locked(&mut st);
-        let idx = st
-            .slots
-            .iter()
-            .position(Option::is_none)
-            .ok_or_else(|| io::Error::new(io::ErrorKind::ConnectionRefused, "manycore-sock: no free connection slot"))?;
+        let idx = st.slots.iter().position(Option::is_none).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::ConnectionRefused,
+                "manycore-sock: no free connection slot",
+            )
+        })?;
         let g = st.buddy.alloc(idx as u64).ok_or_else(|| {
-            io::Error::new(io::ErrorKind::ConnectionRefused, "manycore-sock: buffer space exhausted")
+            io::Error::new(
+                io::ErrorKind::ConnectionRefused,
+                "manycore-sock: buffer space exhausted",
+            )
         })?;
         let mut victim = None;
         if let Some((owner, size)) = g.split {
@@ -139,7 +157,10 @@ impl Endpoint {
                 victim = Some(v);
             }
         }
-        let slot = self.shm.slot(idx as u32).ok_or_else(|| io::Error::from(io::ErrorKind::InvalidData))?;
+        let slot = self
+            .shm
+            .slot(idx as u32)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidData))?;
         slot.prod.head.store(0, Ordering::Relaxed);
         slot.prod.reset.store(0, Ordering::Relaxed);
         slot.prod.flags.store(0, Ordering::Relaxed);
@@ -195,7 +216,10 @@ impl Endpoint {
             let z = &st.zombies[i];
             let idx = z.slot.idx;
             // Acquire; pairs with the reader's Release store of its close flag.
-            let acked = self.shm.slot(idx).is_none_or(|s| s.cons.flags.load(Ordering::Acquire) != 0);
+            let acked = self
+                .shm
+                .slot(idx)
+                .is_none_or(|s| s.cons.flags.load(Ordering::Acquire) != 0);
             if acked || z.peer.dead() {
                 Self::free_locked(st, idx);
                 st.zombies.swap_remove(i);
@@ -208,7 +232,9 @@ impl Endpoint {
     /// If `v`'s ring is idle, applies its new chunk size now.
     pub fn try_apply(&self, v: &TxSlot) {
         let Ok(mut tx) = v.tx.try_lock() else { return };
-        let Some(r) = RingRef::new(&*self.shm, v.idx, v.base) else { return };
+        let Some(r) = RingRef::new(&*self.shm, v.idx, v.base) else {
+            return;
+        };
         self.apply_locked(v, &mut tx, &r);
     }
 

@@ -173,7 +173,16 @@ impl Layout {
         let end = backlog_off + backlog as usize * std::mem::size_of::<BacklogSlot>();
         let data_off = end.div_ceil(PAGE) * PAGE;
         let total = data_off + data_size;
-        Some(Layout { nslots, backlog, slots_off, backlog_off, data_off, data_size, min_chunk, total })
+        Some(Layout {
+            nslots,
+            backlog,
+            slots_off,
+            backlog_off,
+            data_off,
+            data_size,
+            min_chunk,
+            total,
+        })
     }
 
     pub fn slot_off(&self, i: u32) -> Option<usize> {

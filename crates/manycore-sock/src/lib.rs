@@ -67,14 +67,14 @@ mod endpoint;
 mod layout;
 #[cfg(not(loom))]
 mod listener;
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_model;
 #[cfg(not(loom))]
 mod raw;
 #[cfg(not(loom))]
 mod region;
 mod ring;
-#[cfg(loom)]
-#[doc(hidden)]
-pub mod loom_model;
 #[cfg(not(loom))]
 mod stream;
 

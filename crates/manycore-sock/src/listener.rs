@@ -18,11 +18,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 fn refused(why: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::ConnectionRefused, format!("manycore-sock: {why}"))
+    io::Error::new(
+        io::ErrorKind::ConnectionRefused,
+        format!("manycore-sock: {why}"),
+    )
 }
 
 fn bad(why: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, format!("manycore-sock: invalid connection request ({why})"))
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("manycore-sock: invalid connection request ({why})"),
+    )
 }
 
 /// A listening endpoint, shaped like `std::net::TcpListener`.
@@ -36,7 +42,9 @@ pub struct Listener {
 
 impl fmt::Debug for Listener {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Listener").field("addr", &self.addr).finish()
+        f.debug_struct("Listener")
+            .field("addr", &self.addr)
+            .finish()
     }
 }
 
@@ -51,10 +59,24 @@ impl Listener {
     pub fn bind_with(addr: &SockAddr, config: Config) -> io::Result<Listener> {
         let mut p = config.params();
         p.backlog = p.backlog.max(1);
-        let ep = Endpoint::create(addr.namespace(), &format!("p{}", addr.port()), KIND_LISTENER, p)?;
+        let ep = Endpoint::create(
+            addr.namespace(),
+            &format!("p{}", addr.port()),
+            KIND_LISTENER,
+            p,
+        )?;
         // Release; pairs with the Acquire in `connect`.
-        ep.shm.header().flags.store(HDR_LISTENING, Ordering::Release);
-        Ok(Listener { ep, addr: addr.clone(), config, nonblocking: AtomicBool::new(false), timeout: Mutex::new(None) })
+        ep.shm
+            .header()
+            .flags
+            .store(HDR_LISTENING, Ordering::Release);
+        Ok(Listener {
+            ep,
+            addr: addr.clone(),
+            config,
+            nonblocking: AtomicBool::new(false),
+            timeout: Mutex::new(None),
+        })
     }
 
     /// The bound address.
@@ -64,7 +86,8 @@ impl Listener {
 
     /// In non-blocking mode `accept` returns `WouldBlock` when nobody waits.
     pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.nonblocking.store(nonblocking, std::sync::atomic::Ordering::Relaxed);
+        self.nonblocking
+            .store(nonblocking, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 
@@ -84,7 +107,11 @@ impl Listener {
     /// listener stays usable).
     pub fn accept(&self) -> io::Result<(Stream, PeerAddr)> {
         let nb = self.nonblocking.load(std::sync::atomic::Ordering::Relaxed);
-        let deadline = if nb { Some(Instant::now()) } else { lock(&self.timeout).map(|d| Instant::now() + d) };
+        let deadline = if nb {
+            Some(Instant::now())
+        } else {
+            lock(&self.timeout).map(|d| Instant::now() + d)
+        };
         let shm = self.ep.shm.clone();
         let hdr = shm.header();
         let scan = || -> Option<u32> {
@@ -105,13 +132,22 @@ impl Listener {
                     return Err(io::Error::from(io::ErrorKind::WouldBlock));
                 }
                 let mode = match self.config.wait_mode {
-                    WaitMode::Spin => WaitMode::Hybrid { spin: Duration::from_millis(1) },
+                    WaitMode::Spin => WaitMode::Hybrid {
+                        spin: Duration::from_millis(1),
+                    },
                     m => m,
                 };
-                let w = wait_on(mode, deadline, &hdr.accept_ec, &Liveness::SameProcess, None, || {
-                    found = scan();
-                    Ok(found.is_some())
-                })?;
+                let w = wait_on(
+                    mode,
+                    deadline,
+                    &hdr.accept_ec,
+                    &Liveness::SameProcess,
+                    None,
+                    || {
+                        found = scan();
+                        Ok(found.is_some())
+                    },
+                )?;
                 if let Waited::TimedOut = w {
                     return Err(io::Error::from(io::ErrorKind::TimedOut));
                 }
@@ -141,7 +177,10 @@ impl Listener {
                 return Err(bad("pid"));
             }
             let peer = Shm::open(shm.ns_ref(), &name, KIND_CLIENT).map_err(|_| bad("endpoint"))?;
-            if peer.pid != pid || cslot >= peer.layout.nslots || !peer.layout.valid_block(coff, csize) {
+            if peer.pid != pid
+                || cslot >= peer.layout.nslots
+                || !peer.layout.valid_block(coff, csize)
+            {
                 return Err(bad("slot or block"));
             }
             let live = Liveness::for_pid(pid).map_err(|_| bad("process"))?;
@@ -163,15 +202,23 @@ impl Listener {
         };
         b.server_slot.store(tx.idx, Ordering::Relaxed);
         b.server_off.store(tx.base, Ordering::Relaxed);
-        b.server_size.store(tx.alloc.load(Ordering::Relaxed), Ordering::Relaxed);
-        let paddr = PeerAddr { namespace: shm.ns_ref().clone(), pid, endpoint: name };
+        b.server_size
+            .store(tx.alloc.load(Ordering::Relaxed), Ordering::Relaxed);
+        let paddr = PeerAddr {
+            namespace: shm.ns_ref().clone(),
+            pid,
+            endpoint: name,
+        };
         let conn = Conn {
             ep: self.ep.clone(),
             tx,
             peer,
             rx_idx: cslot,
             rx_base: coff,
-            rx: Mutex::new(RxState { chunk: csize, ..RxState::default() }),
+            rx: Mutex::new(RxState {
+                chunk: csize,
+                ..RxState::default()
+            }),
             live: Arc::new(live),
             peer_addr: paddr.clone(),
             mode: Mutex::new(self.config.wait_mode),
@@ -196,7 +243,10 @@ impl Drop for Listener {
         shm.unlink_name();
         for i in 0..shm.layout.backlog {
             if let Some(b) = shm.backlog(i) {
-                if b.state.compare_exchange(BL_REQUEST, BL_REFUSED, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+                if b.state
+                    .compare_exchange(BL_REQUEST, BL_REFUSED, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
                     b.ec.notify_all();
                 }
             }
@@ -250,16 +300,23 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
     });
     let Some(b) = claimed else {
         ep.free_now(&tx);
-        let garbage = (0..lshm.layout.backlog)
-            .any(|i| lshm.backlog(i).is_some_and(|b| b.state.load(Ordering::Relaxed) > BL_INVALID));
-        return Err(if garbage { bad("backlog state") } else { refused("backlog full") });
+        let garbage = (0..lshm.layout.backlog).any(|i| {
+            lshm.backlog(i)
+                .is_some_and(|b| b.state.load(Ordering::Relaxed) > BL_INVALID)
+        });
+        return Err(if garbage {
+            bad("backlog state")
+        } else {
+            refused("backlog full")
+        });
     };
     let seq = ep.shm.header().seq.load(Ordering::Relaxed);
     b.client_pid.store(ep.shm.pid, Ordering::Relaxed);
     b.client_seq.store(seq, Ordering::Relaxed);
     b.client_slot.store(tx.idx, Ordering::Relaxed);
     b.client_off.store(tx.base, Ordering::Relaxed);
-    b.client_size.store(tx.alloc.load(Ordering::Relaxed), Ordering::Relaxed);
+    b.client_size
+        .store(tx.alloc.load(Ordering::Relaxed), Ordering::Relaxed);
     // Release; pairs with the Acquire CAS in `accept`: the request fields and
     // our ring's initialised lines are visible to the acceptor.
     b.state.store(BL_REQUEST, Ordering::Release);
@@ -269,26 +326,45 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
         ep.free_now(&tx);
         Err(e)
     };
-    let w = wait_on(WaitMode::Hybrid { spin: Duration::from_micros(200) }, deadline, &b.ec, &live, None, || {
-        // Acquire; pairs with the acceptor's Release store of the reply state.
-        let s = b.state.load(Ordering::Acquire);
-        Ok(s != BL_REQUEST && s != BL_ACCEPTING)
-    });
+    let w = wait_on(
+        WaitMode::Hybrid {
+            spin: Duration::from_micros(200),
+        },
+        deadline,
+        &b.ec,
+        &live,
+        None,
+        || {
+            // Acquire; pairs with the acceptor's Release store of the reply state.
+            let s = b.state.load(Ordering::Acquire);
+            Ok(s != BL_REQUEST && s != BL_ACCEPTING)
+        },
+    );
     match w {
         Ok(Waited::Ready) => {}
         Ok(Waited::TimedOut) | Ok(Waited::PeerDead) => {
             // Withdraw the request unless the acceptor already took it.
-            if b.state.compare_exchange(BL_REQUEST, BL_FREE, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            if b.state
+                .compare_exchange(BL_REQUEST, BL_FREE, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
                 return fail(match w {
                     Ok(Waited::TimedOut) => io::Error::from(io::ErrorKind::TimedOut),
                     _ => refused("listener is gone"),
                 });
             }
             // Taken: the acceptor replies promptly unless it died.
-            let w2 = wait_on(WaitMode::Sleep, Some(Instant::now() + Duration::from_secs(5)), &b.ec, &live, None, || {
-                let s = b.state.load(Ordering::Acquire);
-                Ok(s != BL_ACCEPTING)
-            });
+            let w2 = wait_on(
+                WaitMode::Sleep,
+                Some(Instant::now() + Duration::from_secs(5)),
+                &b.ec,
+                &live,
+                None,
+                || {
+                    let s = b.state.load(Ordering::Acquire);
+                    Ok(s != BL_ACCEPTING)
+                },
+            );
             if !matches!(w2, Ok(Waited::Ready)) {
                 return fail(refused("listener is gone"));
             }
@@ -315,14 +391,21 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
     if sslot >= lshm.layout.nslots || !lshm.layout.valid_block(soff, ssize) {
         return fail(bad("reply"));
     }
-    let paddr = PeerAddr { namespace: ns.clone(), pid: lshm.pid, endpoint: lname };
+    let paddr = PeerAddr {
+        namespace: ns.clone(),
+        pid: lshm.pid,
+        endpoint: lname,
+    };
     let conn = Conn {
         ep,
         tx,
         peer: lshm,
         rx_idx: sslot,
         rx_base: soff,
-        rx: Mutex::new(RxState { chunk: ssize, ..RxState::default() }),
+        rx: Mutex::new(RxState {
+            chunk: ssize,
+            ..RxState::default()
+        }),
         live: Arc::new(live),
         peer_addr: paddr,
         mode: Mutex::new(WaitMode::default()),

@@ -32,7 +32,9 @@ impl RingMem for Model {
         self.read_bytes(off, &mut b).then(|| u64::from_le_bytes(b))
     }
     fn write_bytes(&self, off: usize, src: &[u8]) -> bool {
-        let Some(o) = off.checked_sub(self.layout.data_off) else { return false };
+        let Some(o) = off.checked_sub(self.layout.data_off) else {
+            return false;
+        };
         if o + src.len() > self.data.len() {
             return false;
         }
@@ -42,7 +44,9 @@ impl RingMem for Model {
         true
     }
     fn read_bytes(&self, off: usize, dst: &mut [u8]) -> bool {
-        let Some(o) = off.checked_sub(self.layout.data_off) else { return false };
+        let Some(o) = off.checked_sub(self.layout.data_off) else {
+            return false;
+        };
         if o + dst.len() > self.data.len() {
             return false;
         }
@@ -90,7 +94,20 @@ pub fn pair(data_size: usize, chunk: u32) -> (Writer, Reader) {
     let m = Arc::new(Model { layout, slot, data });
     let mut st = TxState::new(chunk);
     st.ready = true;
-    (Writer { m: m.clone(), st, desired: chunk }, Reader { m, st: RxState { chunk, ..RxState::default() } })
+    (
+        Writer {
+            m: m.clone(),
+            st,
+            desired: chunk,
+        },
+        Reader {
+            m,
+            st: RxState {
+                chunk,
+                ..RxState::default()
+            },
+        },
+    )
 }
 
 impl Writer {

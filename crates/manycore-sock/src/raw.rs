@@ -196,7 +196,10 @@ pub(crate) fn open_rw(path: &Path) -> io::Result<OwnedFd> {
     let c = cpath(path)?;
     // SAFETY: c is a valid C string.
     let fd = cvt(unsafe {
-        libc::open(c.as_ptr(), libc::O_RDWR | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        libc::open(
+            c.as_ptr(),
+            libc::O_RDWR | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
     })?;
     // SAFETY: fd was just returned by open and is owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
@@ -255,7 +258,11 @@ pub(crate) fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
 /// Waits up to `timeout` for `fd` to become readable (a pidfd: the process
 /// exited). Returns true if readable.
 pub(crate) fn poll_readable(fd: &OwnedFd, timeout: Duration) -> bool {
-    let mut p = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
     let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
     // SAFETY: one valid pollfd.
     let r = unsafe { libc::poll(&mut p, 1, ms) };

@@ -66,13 +66,18 @@ impl Namespace {
 
     /// The address of `port` in this namespace.
     pub fn addr(&self, port: u32) -> SockAddr {
-        SockAddr { ns: self.clone(), port }
+        SockAddr {
+            ns: self.clone(),
+            port,
+        }
     }
 
     /// Checks (creating if needed) the directory: owned by us, not a symlink,
     /// no group/other access. Cleans stale files once per process.
     pub(crate) fn prepare(&self) -> io::Result<()> {
-        let Namespace::Dir(dir) = self else { return Ok(()) };
+        let Namespace::Dir(dir) = self else {
+            return Ok(());
+        };
         use std::os::unix::fs::{DirBuilderExt, MetadataExt};
         static CHECKED: OnceLock<Mutex<HashSet<PathBuf>>> = OnceLock::new();
         let checked = CHECKED.get_or_init(Default::default);
@@ -88,7 +93,10 @@ impl Namespace {
         if !md.is_dir() || md.uid() != raw::uid() || md.mode() & 0o077 != 0 {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
-                format!("manycore-sock: {} is not a private directory of this user", dir.display()),
+                format!(
+                    "manycore-sock: {} is not a private directory of this user",
+                    dir.display()
+                ),
             ));
         }
         clean_stale(dir);
@@ -101,7 +109,9 @@ impl Namespace {
 
 /// Removes files of processes that no longer exist.
 fn clean_stale(dir: &Path) {
-    let Ok(rd) = std::fs::read_dir(dir) else { return };
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
     for e in rd.flatten() {
         let name = e.file_name();
         let Some(name) = name.to_str() else { continue };
@@ -134,7 +144,9 @@ fn file_owner_pid(path: &Path) -> io::Result<Option<u32>> {
         return Ok(None);
     }
     let map = Mapping::map(&fd, PAGE)?;
-    let Some(h) = map.get::<RegionHeader>(0) else { return Ok(None) };
+    let Some(h) = map.get::<RegionHeader>(0) else {
+        return Ok(None);
+    };
     // Acquire; pairs with the Release store of `magic` by the creator.
     if h.magic.load(Ordering::Acquire) != MAGIC {
         return Ok(None);
@@ -201,13 +213,16 @@ fn registry() -> &'static Registry {
 impl Shm {
     pub fn header(&self) -> &RegionHeader {
         // The header is at offset 0 of a mapping at least PAGE long.
-        self.map.get::<RegionHeader>(0).expect("region shorter than its header")
+        self.map
+            .get::<RegionHeader>(0)
+            .expect("region shorter than its header")
     }
     pub fn slot(&self, i: u32) -> Option<&ConnSlot> {
         self.map.get::<ConnSlot>(self.layout.slot_off(i)?)
     }
     pub fn backlog(&self, i: u32) -> Option<&BacklogSlot> {
-        self.map.get::<BacklogSlot>(self.layout.backlog_slot_off(i)?)
+        self.map
+            .get::<BacklogSlot>(self.layout.backlog_slot_off(i)?)
     }
     pub fn atomic_u64(&self, off: usize) -> Option<&AtomicU64> {
         self.map.get::<AtomicU64>(off)
@@ -220,7 +235,10 @@ impl Shm {
         let fd = match ns {
             Namespace::Private(id) => {
                 let mut reg = registry().lock().unwrap_or_else(|e| e.into_inner());
-                if reg.get(&(*id, name.to_string())).is_some_and(|w| w.strong_count() > 0) {
+                if reg
+                    .get(&(*id, name.to_string()))
+                    .is_some_and(|w| w.strong_count() > 0)
+                {
                     return Err(addr_in_use(name));
                 }
                 let fd = raw::memfd(name, layout.total)?;
@@ -272,7 +290,13 @@ impl Shm {
         }
     }
 
-    fn init(fd: std::os::fd::OwnedFd, ns: &Namespace, name: &str, kind: u32, layout: Layout) -> io::Result<Shm> {
+    fn init(
+        fd: std::os::fd::OwnedFd,
+        ns: &Namespace,
+        name: &str,
+        kind: u32,
+        layout: Layout,
+    ) -> io::Result<Shm> {
         let map = Mapping::map(&fd, layout.total)?;
         let shm = Shm {
             map,
@@ -291,7 +315,8 @@ impl Shm {
         h.backlog.store(layout.backlog, Ordering::Relaxed);
         h.flags.store(0, Ordering::Relaxed);
         h.data_off.store(layout.data_off as u64, Ordering::Relaxed);
-        h.data_size.store(layout.data_size as u64, Ordering::Relaxed);
+        h.data_size
+            .store(layout.data_size as u64, Ordering::Relaxed);
         h.min_chunk.store(layout.min_chunk, Ordering::Relaxed);
         // Release; pairs with the Acquire load of `magic` in `open`.
         h.magic.store(MAGIC, Ordering::Release);
@@ -346,7 +371,15 @@ impl Shm {
                 {
                     return Err(bad_region());
                 }
-                Shm { map, layout, pid, kind, name: name.to_string(), ns: ns.clone(), linked: std::sync::atomic::AtomicBool::new(false) }
+                Shm {
+                    map,
+                    layout,
+                    pid,
+                    kind,
+                    name: name.to_string(),
+                    ns: ns.clone(),
+                    linked: std::sync::atomic::AtomicBool::new(false),
+                }
             }
         };
         Ok(Arc::new(shm))
@@ -357,7 +390,10 @@ impl Shm {
     /// Removes our name from the namespace (once): new connections to it are
     /// refused, existing ones keep their mappings.
     pub fn unlink_name(&self) {
-        if !self.linked.swap(false, std::sync::atomic::Ordering::Relaxed) {
+        if !self
+            .linked
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
             return;
         }
         match &self.ns {
@@ -367,7 +403,10 @@ impl Shm {
             Namespace::Private(id) => {
                 let mut reg = registry().lock().unwrap_or_else(|e| e.into_inner());
                 let key = (*id, self.name.clone());
-                if reg.get(&key).is_some_and(|w| std::ptr::eq(w.as_ptr(), self) || w.strong_count() == 0) {
+                if reg
+                    .get(&key)
+                    .is_some_and(|w| std::ptr::eq(w.as_ptr(), self) || w.strong_count() == 0)
+                {
                     reg.remove(&key);
                 }
             }
@@ -390,11 +429,17 @@ impl Namespace {
 }
 
 fn addr_in_use(name: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::AddrInUse, format!("manycore-sock: {name} is taken"))
+    io::Error::new(
+        io::ErrorKind::AddrInUse,
+        format!("manycore-sock: {name} is taken"),
+    )
 }
 
 fn bad_region() -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, "manycore-sock: not a valid region")
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        "manycore-sock: not a valid region",
+    )
 }
 
 impl crate::ring::RingMem for Shm {
@@ -406,7 +451,9 @@ impl crate::ring::RingMem for Shm {
     }
     fn store_hdr(&self, off: usize, v: u64) -> bool {
         // Relaxed: published by the ring's Release store of `head`.
-        self.atomic_u64(off).map(|w| w.store(v, Ordering::Relaxed)).is_some()
+        self.atomic_u64(off)
+            .map(|w| w.store(v, Ordering::Relaxed))
+            .is_some()
     }
     fn load_hdr(&self, off: usize) -> Option<u64> {
         // Relaxed: ordered by the reader's Acquire load of `head`.

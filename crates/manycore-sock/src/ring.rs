@@ -14,7 +14,10 @@ use manycore_sync::atomic::{fence, Ordering};
 use std::io;
 
 pub(crate) fn invalid(what: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, format!("manycore-sock: peer wrote an invalid {what}"))
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("manycore-sock: peer wrote an invalid {what}"),
+    )
 }
 
 #[inline]
@@ -47,7 +50,14 @@ pub(crate) struct TxState {
 
 impl TxState {
     pub fn new(chunk: u32) -> Self {
-        TxState { head: 0, tail: 0, woff: 0, chunk, ready: false, broken: false }
+        TxState {
+            head: 0,
+            tail: 0,
+            woff: 0,
+            chunk,
+            ready: false,
+            broken: false,
+        }
     }
 }
 
@@ -183,7 +193,11 @@ pub(crate) fn try_write<M: RingMem>(
         // Large chunks carry several fragments at once so that reader and
         // writer copy in parallel; small ones (the paper's MPB sizes) carry
         // one fragment of up to the whole chunk.
-        let maxfrag = if cap > 16 << 10 { (cap / 4).min(64 << 10) } else { cap };
+        let maxfrag = if cap > 16 << 10 {
+            (cap / 4).min(64 << 10)
+        } else {
+            cap
+        };
         let take = (buf.len() - n).min(contig.min(maxfrag) - FRAG_HDR);
         let off = r.data_at(st.woff);
         if !r.shm.write_bytes(off + FRAG_HDR, &buf[n..n + take]) {
@@ -231,7 +245,11 @@ fn release<M: RingMem>(r: &RingRef<'_, M>, tail: u64) {
 
 /// True if the ring has free space or the writer should re-try (the reader
 /// moved). Used by the space wait's re-check.
-pub(crate) fn writer_can_progress<M: RingMem>(r: &RingRef<'_, M>, st: &mut TxState, desired: u32) -> io::Result<bool> {
+pub(crate) fn writer_can_progress<M: RingMem>(
+    r: &RingRef<'_, M>,
+    st: &mut TxState,
+    desired: u32,
+) -> io::Result<bool> {
     refresh_tail(r, st)?;
     if st.head == st.tail {
         return Ok(true);
@@ -267,7 +285,10 @@ pub(crate) fn writer_closed<M: RingMem>(r: &RingRef<'_, M>) -> io::Result<bool> 
 }
 
 /// True if data is available (re-loads `head`).
-pub(crate) fn reader_has_data<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState) -> io::Result<bool> {
+pub(crate) fn reader_has_data<M: RingMem>(
+    r: &RingRef<'_, M>,
+    st: &mut RxState,
+) -> io::Result<bool> {
     if st.cur.is_some() || st.head != st.tail {
         return Ok(true);
     }
@@ -277,7 +298,11 @@ pub(crate) fn reader_has_data<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState) 
 
 /// Copies available bytes into `buf` without waiting; releases consumed
 /// fragments and wakes a writer waiting for space.
-pub(crate) fn try_read<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState, buf: &mut [u8]) -> io::Result<usize> {
+pub(crate) fn try_read<M: RingMem>(
+    r: &RingRef<'_, M>,
+    st: &mut RxState,
+    buf: &mut [u8],
+) -> io::Result<usize> {
     if st.broken {
         return Err(invalid("ring state (earlier)"));
     }
@@ -294,13 +319,21 @@ pub(crate) fn try_read<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState, buf: &m
     }
 }
 
-fn read_loop<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState, buf: &mut [u8], n: &mut usize) -> io::Result<()> {
+fn read_loop<M: RingMem>(
+    r: &RingRef<'_, M>,
+    st: &mut RxState,
+    buf: &mut [u8],
+    n: &mut usize,
+) -> io::Result<()> {
     let lay = r.layout();
     let max = lay.max_chunk_at(r.base) as usize;
     while *n < buf.len() {
         if let Some((poff, len, done, fsz)) = st.cur {
             let take = (len - done).min(buf.len() - *n);
-            if !r.shm.read_bytes(r.data_at(poff + done), &mut buf[*n..*n + take]) {
+            if !r
+                .shm
+                .read_bytes(r.data_at(poff + done), &mut buf[*n..*n + take])
+            {
                 st.broken = true;
                 return Err(invalid("offset"));
             }
@@ -330,10 +363,13 @@ fn read_loop<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState, buf: &mut [u8], n
             return Err(invalid("ring offset"));
         }
         // Written before the `head` Release we acquired above.
-        let h = r.shm.load_hdr(r.data_at(st.roff)).ok_or_else(|| invalid("offset"))?;
+        let h = r
+            .shm
+            .load_hdr(r.data_at(st.roff))
+            .ok_or_else(|| invalid("offset"))?;
         let len = (h & 0xffff_ffff) as usize;
         let chunk = (h >> 32) as u32;
-        let fsz = FRAG_HDR.checked_add(pad8(len)).unwrap_or(usize::MAX);
+        let fsz = FRAG_HDR.saturating_add(pad8(len));
         if !lay.valid_block(r.base, chunk)
             || len > chunk as usize
             || st.roff + fsz > chunk as usize

@@ -93,7 +93,11 @@ pub(crate) fn wait_on(
         if let (WaitMode::Hybrid { spin: max }, Some(h)) = (mode, &hint) {
             let max = max.as_nanos().min(u32::MAX as u128) as u32;
             let b = h.budget_ns.load(Relaxed).min(max);
-            let nb = if ok { b.saturating_mul(2).min(max) } else { (b / 2).max(MIN_SPIN_NS.min(max)) };
+            let nb = if ok {
+                b.saturating_mul(2).min(max)
+            } else {
+                (b / 2).max(MIN_SPIN_NS.min(max))
+            };
             h.budget_ns.store(nb, Relaxed);
         }
     };
@@ -244,7 +248,11 @@ impl Conn {
         self.publish_cpu();
         let mut rx = lock(&self.rx);
         let nb = self.nonblocking.load(std::sync::atomic::Ordering::Relaxed);
-        let deadline = if nb { Some(Instant::now()) } else { self.deadline(&self.read_timeout) };
+        let deadline = if nb {
+            Some(Instant::now())
+        } else {
+            self.deadline(&self.read_timeout)
+        };
         let mode = *lock(&self.mode);
         loop {
             let n = ring::try_read(&r, &mut rx, buf)?;
@@ -265,7 +273,10 @@ impl Conn {
                 return Err(io::Error::from(io::ErrorKind::WouldBlock));
             }
             let ec = &r.slot.prod.data_ec;
-            let hint = SpinHint { budget_ns: &self.rx_spin, peer_cpu: Some(&r.slot.prod.cpu) };
+            let hint = SpinHint {
+                budget_ns: &self.rx_spin,
+                peer_cpu: Some(&r.slot.prod.cpu),
+            };
             let w = wait_on(mode, deadline, ec, &self.live, Some(hint), || {
                 Ok(ring::reader_has_data(&r, &mut rx)? || ring::writer_closed(&r)?)
             })?;
@@ -281,7 +292,10 @@ impl Conn {
                         rx.eof = true;
                         return Ok(0);
                     }
-                    return Err(io::Error::new(io::ErrorKind::ConnectionReset, "manycore-sock: peer died"));
+                    return Err(io::Error::new(
+                        io::ErrorKind::ConnectionReset,
+                        "manycore-sock: peer died",
+                    ));
                 }
                 Waited::TimedOut => return Err(self.timed_out()),
             }
@@ -290,7 +304,10 @@ impl Conn {
 
     fn write(&self, buf: &[u8]) -> io::Result<usize> {
         if self.shut.load(std::sync::atomic::Ordering::Relaxed) & SHUT_WR != 0 {
-            return Err(io::Error::new(io::ErrorKind::BrokenPipe, "manycore-sock: write side shut down"));
+            return Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "manycore-sock: write side shut down",
+            ));
         }
         if buf.is_empty() {
             return Ok(0);
@@ -299,7 +316,11 @@ impl Conn {
         self.publish_cpu();
         let mut tx = lock(&self.tx.tx);
         let nb = self.nonblocking.load(std::sync::atomic::Ordering::Relaxed);
-        let deadline = if nb { Some(Instant::now()) } else { self.deadline(&self.write_timeout) };
+        let deadline = if nb {
+            Some(Instant::now())
+        } else {
+            self.deadline(&self.write_timeout)
+        };
         let mode = *lock(&self.mode);
         if !tx.ready {
             self.wait_ready(mode, deadline)?;
@@ -307,10 +328,16 @@ impl Conn {
         }
         loop {
             if ring::reader_closed(&r)? {
-                return Err(io::Error::new(io::ErrorKind::BrokenPipe, "manycore-sock: peer closed"));
+                return Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "manycore-sock: peer closed",
+                ));
             }
             if self.peer_dead() {
-                return Err(io::Error::new(io::ErrorKind::BrokenPipe, "manycore-sock: peer died"));
+                return Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "manycore-sock: peer died",
+                ));
             }
             let desired = self.tx.alloc.load(Ordering::Relaxed);
             let res = ring::try_write(&r, &mut tx, desired, buf);
@@ -324,7 +351,10 @@ impl Conn {
             }
             let ec = &r.slot.cons.space_ec;
             let peer_cpu = self.rxr().ok().map(|p| &p.slot.prod.cpu);
-            let hint = SpinHint { budget_ns: &self.tx_spin, peer_cpu };
+            let hint = SpinHint {
+                budget_ns: &self.tx_spin,
+                peer_cpu,
+            };
             let w = wait_on(mode, deadline, ec, &self.live, Some(hint), || {
                 let d = self.tx.alloc.load(Ordering::Relaxed);
                 Ok(ring::reader_closed(&r)? || ring::writer_can_progress(&r, &mut tx, d)?)
@@ -333,7 +363,10 @@ impl Conn {
                 Waited::Ready => {}
                 Waited::PeerDead => {
                     self.mark_dead_if(true);
-                    return Err(io::Error::new(io::ErrorKind::BrokenPipe, "manycore-sock: peer died"));
+                    return Err(io::Error::new(
+                        io::ErrorKind::BrokenPipe,
+                        "manycore-sock: peer died",
+                    ));
                 }
                 Waited::TimedOut => return Err(self.timed_out()),
             }
@@ -343,9 +376,13 @@ impl Conn {
     /// Waits until no shrinking neighbour still has data in our new block.
     fn wait_ready(&self, mode: WaitMode, deadline: Option<Instant>) -> io::Result<()> {
         loop {
-            let Some(b) = self.ep.blocker(&self.tx) else { return Ok(()) };
+            let Some(b) = self.ep.blocker(&self.tx) else {
+                return Ok(());
+            };
             self.ep.try_apply(&b);
-            let Some(br) = RingRef::new(&*self.ep.shm, b.idx, b.base) else { return Ok(()) };
+            let Some(br) = RingRef::new(&*self.ep.shm, b.idx, b.base) else {
+                return Ok(());
+            };
             let ec = &br.slot.cons.space_ec;
             let never = Liveness::SameProcess;
             let w = wait_on(mode, deadline, ec, &never, None, || {
@@ -364,7 +401,9 @@ impl Conn {
             Shutdown::Write => SHUT_WR,
             Shutdown::Both => SHUT_RD | SHUT_WR,
         };
-        let old = self.shut.fetch_or(bits, std::sync::atomic::Ordering::Relaxed);
+        let old = self
+            .shut
+            .fetch_or(bits, std::sync::atomic::Ordering::Relaxed);
         let new = bits & !old;
         if new & SHUT_WR != 0 {
             self.ep.close_tx(&self.tx);
@@ -437,7 +476,9 @@ impl Stream {
 
     /// In non-blocking mode, operations that would wait return `WouldBlock`.
     pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.c.nonblocking.store(nonblocking, std::sync::atomic::Ordering::Relaxed);
+        self.c
+            .nonblocking
+            .store(nonblocking, std::sync::atomic::Ordering::Relaxed);
         Ok(())
     }
 

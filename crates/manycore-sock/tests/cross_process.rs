@@ -11,7 +11,9 @@ const PORT: u32 = 5;
 /// The peer's entry point: does nothing unless started by a parent test.
 #[test]
 fn peer() {
-    let Some((role, ns)) = child_role() else { return };
+    let Some((role, ns)) = child_role() else {
+        return;
+    };
     let addr = ns.addr(PORT);
     match role.as_str() {
         "echo" => {
@@ -27,7 +29,10 @@ fn peer() {
         }
         "both-ways" => {
             // Small client buffer so that our own extra connections split it.
-            set_client_config(Config { buffer_size: 8192, ..Config::default() });
+            set_client_config(Config {
+                buffer_size: 8192,
+                ..Config::default()
+            });
             let s = Stream::connect(&addr).unwrap();
             let total: usize = std::env::var("TOTAL").unwrap().parse().unwrap();
             let data = pattern(2, total);
@@ -124,7 +129,14 @@ fn echo_across_processes() {
 fn chunk_changes_both_directions() {
     let ns = TestNs::new();
     let total = 600_000;
-    let l = Listener::bind_with(&ns.ns.addr(PORT), Config { buffer_size: 8192, ..Config::default() }).unwrap();
+    let l = Listener::bind_with(
+        &ns.ns.addr(PORT),
+        Config {
+            buffer_size: 8192,
+            ..Config::default()
+        },
+    )
+    .unwrap();
     // A second listener the child connects to, to split its own buffer.
     let l2 = Listener::bind(&ns.ns.addr(PORT + 1)).unwrap();
     let side = std::thread::spawn(move || {
@@ -242,7 +254,9 @@ fn sigkill_server_mid_transfer() {
     let mut s = loop {
         match Stream::connect(&ns.ns.addr(PORT)) {
             Ok(s) => break s,
-            Err(e) if e.kind() == ErrorKind::ConnectionRefused => std::thread::sleep(Duration::from_millis(5)),
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
             Err(e) => panic!("{e}"),
         }
     };
@@ -283,7 +297,10 @@ fn sigkill_during_accept_and_connect() {
     while accepted < 20 && t.elapsed() < Duration::from_secs(20) {
         match l.accept() {
             Ok(_) => accepted += 1,
-            Err(e) => assert!(matches!(e.kind(), ErrorKind::InvalidData | ErrorKind::TimedOut), "{e}"),
+            Err(e) => assert!(
+                matches!(e.kind(), ErrorKind::InvalidData | ErrorKind::TimedOut),
+                "{e}"
+            ),
         }
     }
     kill9(&mut child);
@@ -312,7 +329,10 @@ fn stale_port_file_and_live_owner() {
     wait_for_file(&ns, &format!("p{PORT}"));
     std::thread::sleep(Duration::from_millis(50));
     // Held by a live process.
-    assert_eq!(Listener::bind(&ns.ns.addr(PORT)).unwrap_err().kind(), ErrorKind::AddrInUse);
+    assert_eq!(
+        Listener::bind(&ns.ns.addr(PORT)).unwrap_err().kind(),
+        ErrorKind::AddrInUse
+    );
     kill9(&mut child);
     // Its file is stale now.
     assert!(ns.dir.join(format!("p{PORT}")).exists());

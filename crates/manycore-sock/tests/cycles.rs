@@ -9,7 +9,10 @@ fn count_fds() -> usize {
 }
 
 fn count_maps() -> usize {
-    std::fs::read_to_string("/proc/self/maps").unwrap().lines().count()
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .count()
 }
 
 fn cycles(ns: &Namespace, n: usize) {
@@ -43,7 +46,11 @@ fn ten_thousand_cycles_leak_nothing() {
     let (fds2, maps2) = (count_fds(), count_maps());
     assert!(fds2 <= fds, "fds {fds} -> {fds2}");
     assert!(maps2 <= maps + 2, "mappings {maps} -> {maps2}");
-    let left: Vec<_> = std::fs::read_dir(&ns.dir).unwrap().flatten().map(|e| e.file_name()).collect();
+    let left: Vec<_> = std::fs::read_dir(&ns.dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
     assert!(left.is_empty(), "files left behind: {left:?}");
 }
 

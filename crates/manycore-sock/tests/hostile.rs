@@ -16,12 +16,17 @@ use std::time::{Duration, Instant};
 const PORT: u32 = 11;
 
 fn secs() -> f64 {
-    std::env::var("MANYCORE_SOCK_HOSTILE_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(2.0)
+    std::env::var("MANYCORE_SOCK_HOSTILE_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2.0)
 }
 
 #[test]
 fn peer() {
-    let Some((role, ns)) = child_role() else { return };
+    let Some((role, ns)) = child_role() else {
+        return;
+    };
     assert_eq!(role, "scribbler");
     let dir = std::env::var(DIR).unwrap();
     let addr = ns.addr(PORT);
@@ -49,9 +54,17 @@ fn peer() {
     let end = Instant::now() + Duration::from_secs_f64(secs() + 0.5);
     let mut buf = vec![0u8; 4096];
     while Instant::now() < end {
-        let Ok(rd) = std::fs::read_dir(&dir) else { break };
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            break;
+        };
         for e in rd.flatten() {
-            let Ok(f) = std::fs::OpenOptions::new().read(true).write(true).open(e.path()) else { continue };
+            let Ok(f) = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(e.path())
+            else {
+                continue;
+            };
             let len = f.metadata().map(|m| m.len()).unwrap_or(0);
             if len == 0 {
                 continue;
@@ -62,7 +75,11 @@ fn peer() {
                     *b = rnd() as u8;
                 }
                 // Bias towards the control area (headers, slots, backlog).
-                let off = if rnd() % 2 == 0 { rnd() % len.min(8192) } else { rnd() % len };
+                let off = if rnd() % 2 == 0 {
+                    rnd() % len.min(8192)
+                } else {
+                    rnd() % len
+                };
                 let n = n.min((len - off) as usize);
                 let _ = f.write_at(&buf[..n], off);
             }
@@ -85,7 +102,10 @@ fn peer() {
 }
 
 fn allowed(e: &std::io::Error) -> bool {
-    matches!(e.kind(), ErrorKind::InvalidData | ErrorKind::TimedOut | ErrorKind::WouldBlock)
+    matches!(
+        e.kind(),
+        ErrorKind::InvalidData | ErrorKind::TimedOut | ErrorKind::WouldBlock
+    )
 }
 
 #[test]

@@ -25,7 +25,10 @@ fn files_are_private() {
     }
     assert_eq!(n, 2, "one listener file and one client endpoint file");
     drop(l);
-    assert!(!ns.dir.join("p1").exists(), "the port file goes with the listener");
+    assert!(
+        !ns.dir.join("p1").exists(),
+        "the port file goes with the listener"
+    );
 }
 
 fn unsafe_free_uid() -> u32 {
@@ -39,11 +42,17 @@ fn name_taken_by_a_stranger_is_refused() {
     drop(_l);
     // Something else, not ours to replace, sits on the name.
     std::fs::write(ns.dir.join("p2"), b"not a region").unwrap();
-    assert_eq!(Listener::bind(&ns.ns.addr(2)).unwrap_err().kind(), ErrorKind::AddrInUse);
+    assert_eq!(
+        Listener::bind(&ns.ns.addr(2)).unwrap_err().kind(),
+        ErrorKind::AddrInUse
+    );
     if unsafe_free_uid() == 0 {
         // As root we can also make it belong to another user.
         std::os::unix::fs::chown(ns.dir.join("p2"), Some(12345), None).unwrap();
-        assert_eq!(Listener::bind(&ns.ns.addr(2)).unwrap_err().kind(), ErrorKind::AddrInUse);
+        assert_eq!(
+            Listener::bind(&ns.ns.addr(2)).unwrap_err().kind(),
+            ErrorKind::AddrInUse
+        );
         let e = Stream::connect(&ns.ns.addr(2)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::PermissionDenied);
     }
@@ -54,5 +63,8 @@ fn open_directory_is_refused() {
     let ns = TestNs::new();
     std::fs::create_dir(&ns.dir).unwrap();
     std::fs::set_permissions(&ns.dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    assert_eq!(Listener::bind(&ns.ns.addr(1)).unwrap_err().kind(), ErrorKind::PermissionDenied);
+    assert_eq!(
+        Listener::bind(&ns.ns.addr(1)).unwrap_err().kind(),
+        ErrorKind::PermissionDenied
+    );
 }

@@ -5,7 +5,9 @@ use std::net::Shutdown;
 use std::time::Duration;
 
 fn checksum(b: &[u8]) -> u64 {
-    b.iter().fold(0xcbf29ce484222325u64, |h, &x| (h ^ x as u64).wrapping_mul(0x100000001b3))
+    b.iter().fold(0xcbf29ce484222325u64, |h, &x| {
+        (h ^ x as u64).wrapping_mul(0x100000001b3)
+    })
 }
 
 #[test]
@@ -47,7 +49,10 @@ fn refused_and_in_use() {
     let e = Stream::connect(&ns.addr(9)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ConnectionRefused);
     let l = Listener::bind(&ns.addr(9)).unwrap();
-    assert_eq!(Listener::bind(&ns.addr(9)).unwrap_err().kind(), ErrorKind::AddrInUse);
+    assert_eq!(
+        Listener::bind(&ns.addr(9)).unwrap_err().kind(),
+        ErrorKind::AddrInUse
+    );
     drop(l);
     let _l2 = Listener::bind(&ns.addr(9)).unwrap();
 }
@@ -81,7 +86,14 @@ fn timeouts_and_nonblocking() {
 fn wait_modes_ping_pong() {
     for mode in [WaitMode::Spin, WaitMode::Sleep, WaitMode::default()] {
         let addr = Namespace::private().addr(3);
-        let l = Listener::bind_with(&addr, Config { wait_mode: mode, ..Config::default() }).unwrap();
+        let l = Listener::bind_with(
+            &addr,
+            Config {
+                wait_mode: mode,
+                ..Config::default()
+            },
+        )
+        .unwrap();
         let t = std::thread::spawn(move || {
             let (mut s, _) = l.accept().unwrap();
             let mut b = [0u8; 64];
@@ -107,7 +119,10 @@ fn wait_modes_ping_pong() {
 fn buddy_split_and_merge_mid_stream() {
     // 8 KiB server buffer: each extra connection halves the first one's chunk.
     let addr = Namespace::private().addr(4);
-    let cfg = Config { buffer_size: 8192, ..Config::default() };
+    let cfg = Config {
+        buffer_size: 8192,
+        ..Config::default()
+    };
     let l = Listener::bind_with(&addr, cfg).unwrap();
     let a2 = addr.clone();
     let t = std::thread::spawn(move || {

@@ -24,7 +24,10 @@ impl TestNs {
             N.fetch_add(1, Ordering::Relaxed)
         ));
         let _ = std::fs::remove_dir_all(&dir);
-        TestNs { ns: Namespace::dir(&dir), dir }
+        TestNs {
+            ns: Namespace::dir(&dir),
+            dir,
+        }
     }
 }
 
@@ -54,7 +57,9 @@ pub fn child_role() -> Option<(String, Namespace)> {
 }
 
 pub fn checksum(b: &[u8]) -> u64 {
-    b.iter().fold(0xcbf29ce484222325u64, |h, &x| (h ^ x as u64).wrapping_mul(0x100000001b3))
+    b.iter().fold(0xcbf29ce484222325u64, |h, &x| {
+        (h ^ x as u64).wrapping_mul(0x100000001b3)
+    })
 }
 
 /// Deterministic test data.
