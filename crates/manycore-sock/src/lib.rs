@@ -26,11 +26,21 @@
 //! Addresses name a [`Namespace`] (a directory of shared-memory files, by
 //! default `/dev/shm/manycore-<uid>/`, or a private memfd namespace for one
 //! process) and a port. The shared-memory layout and the wait protocol are
-//! described in `README.md` beside this crate's sources.
+//! described in `src/README.md`.
 //!
 //! Known limit: a peer that *truncates* a region file in a directory namespace
 //! makes the other side's next access fault (SIGBUS); private namespaces use
 //! sealed memfds and are immune.
+//!
+//! # Tests
+//!
+//! `tests/` holds `smoke`, `cross_process` (the test binary re-executes itself
+//! as the peer, including SIGKILL of either side), `hostile` (a peer process
+//! scribbles random bytes over all shared files; it runs
+//! `MANYCORE_SOCK_HOSTILE_SECS` seconds, default 2, 10 for the acceptance
+//! run), `cycles` (10,000 connect/close cycles, no leaks), `permissions`,
+//! `buddy_prop` (proptest) and `loom_ring`
+//! (`RUSTFLAGS="--cfg loom" cargo test -p manycore-sock --release --test loom_ring`).
 //!
 //! # Example
 //!
