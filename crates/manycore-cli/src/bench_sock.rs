@@ -243,6 +243,7 @@ static PORT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(10
 /// Sets up a connected pair: `role` is "echo" (with `arg` = message size)
 /// or "sink" (with `arg` = bytes per acknowledgement).
 fn setup(
+    buffer: usize,
     kind: Kind,
     procs: bool,
     role: &'static str,
@@ -265,6 +266,7 @@ fn setup(
                 &addr,
                 Config {
                     wait_mode: mode_of(mode),
+                    buffer_size: env_usize("MANYCORE_SOCK_BENCH_BUF").unwrap_or(buffer),
                     ..Config::default()
                 },
             )?;
@@ -335,6 +337,15 @@ fn setup(
     }
 }
 
+fn env_usize(k: &str) -> Option<usize> {
+    std::env::var(k).ok().and_then(|v| v.parse().ok())
+}
+
+/// `MANYCORE_SOCK_BENCH_ONLY=rtt|stream|table1` runs one family only.
+fn wanted(family: &str) -> bool {
+    std::env::var("MANYCORE_SOCK_BENCH_ONLY").map_or(true, |v| v.split(',').any(|f| f == family))
+}
+
 fn size_name(n: usize) -> String {
     if n >= 1 << 20 && n % (1 << 20) == 0 {
         format!("{}MiB", n >> 20)
@@ -372,15 +383,17 @@ pub fn run(opts: &SockBenchOpts) -> Vec<Record> {
     let sizes: &[usize] = &[64, 1024, 64 << 10];
     for procs in [false, true] {
         let wher = if procs { "procs" } else { "threads" };
-        for &size in sizes {
+        for &size in sizes.iter().filter(|_| wanted("rtt")) {
             for kind in kinds {
                 let case = format!("rtt-{}-{wher}", size_name(size));
-                let r = setup(kind, procs, "echo", size, &ns, &dir).and_then(|(mut c, other)| {
-                    let r = pingpong(&mut c, size, secs / reps as f64 * 2.0, reps);
-                    drop(c);
-                    other.finish();
-                    r
-                });
+                let r = setup(256 << 10, kind, procs, "echo", size, &ns, &dir).and_then(
+                    |(mut c, other)| {
+                        let r = pingpong(&mut c, size, secs / reps as f64 * 2.0, reps);
+                        drop(c);
+                        other.finish();
+                        r
+                    },
+                );
                 match r {
                     Ok((med, p99)) => {
                         out.push(Record::new(BENCH, &case, &kind.name(), "median", med, "us"));
@@ -391,30 +404,36 @@ pub fn run(opts: &SockBenchOpts) -> Vec<Record> {
             }
         }
         let total = if opts.quick { 32 << 20 } else { 256 << 20 };
-        for kind in kinds {
+        // manycore-sock streams with 1 MiB endpoint buffers (its socket buffer;
+        // "-256KiB" is the default size), Unix and TCP with their defaults.
+        let stream_cases = kinds
+            .into_iter()
+            .map(|k| (k, 1usize << 20, k.name()))
+            .chain([(
+                Kind::Sock("hybrid"),
+                256 << 10,
+                "manycore-sock-hybrid-256KiB".to_string(),
+            )]);
+        for (kind, buffer, name) in stream_cases.filter(|_| wanted("stream")) {
             let case = format!("stream-1MiB-{wher}");
-            let r = setup(kind, procs, "sink", total, &ns, &dir).and_then(|(mut c, other)| {
-                let r = stream(&mut c, total, reps);
-                drop(c);
-                other.finish();
-                r
-            });
+            let r =
+                setup(buffer, kind, procs, "sink", total, &ns, &dir).and_then(|(mut c, other)| {
+                    let r = stream(&mut c, total, reps);
+                    drop(c);
+                    other.finish();
+                    r
+                });
             match r {
-                Ok(t) => out.push(Record::new(
-                    BENCH,
-                    &case,
-                    &kind.name(),
-                    "throughput",
-                    t,
-                    "MiB/s",
-                )),
-                Err(e) => eprintln!("sock bench: {case} {}: {e}", kind.name()),
+                Ok(t) => out.push(Record::new(BENCH, &case, &name, "throughput", t, "MiB/s")),
+                Err(e) => eprintln!("sock bench: {case} {name}: {e}"),
             }
         }
     }
-    match table1(opts, &ns, &dir) {
-        Ok(mut v) => out.append(&mut v),
-        Err(e) => eprintln!("sock bench: table1: {e}"),
+    if wanted("table1") {
+        match table1(opts, &ns, &dir) {
+            Ok(mut v) => out.append(&mut v),
+            Err(e) => eprintln!("sock bench: table1: {e}"),
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
     out

@@ -164,6 +164,7 @@ impl Endpoint {
         slot.prod.head.store(0, Ordering::Relaxed);
         slot.prod.reset.store(0, Ordering::Relaxed);
         slot.prod.flags.store(0, Ordering::Relaxed);
+        slot.prod.want_tail.store(0, Ordering::Relaxed);
         slot.cons.tail.store(0, Ordering::Relaxed);
         slot.cons.flags.store(0, Ordering::Relaxed);
         let ts = Arc::new(TxSlot {

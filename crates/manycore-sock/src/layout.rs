@@ -67,6 +67,9 @@ pub(crate) struct ProducerLine {
     pub cpu: AtomicU32,
     /// The reader sleeps here when the ring is empty.
     pub data_ec: SharedEventCount,
+    /// A writer about to sleep on a full ring wants to be woken once `tail`
+    /// reaches this (at most `head`, so a drained ring always wakes it).
+    pub want_tail: AtomicU64,
 }
 #[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<ProducerLine>() == 128);

@@ -82,6 +82,7 @@ pub fn pair(data_size: usize, chunk: u32) -> (Writer, Reader) {
             flags: AtomicU32::new(0),
             cpu: AtomicU32::new(0),
             data_ec: SharedEventCount::new_shared(),
+            want_tail: AtomicU64::new(0),
         },
         cons: ConsumerLine {
             tail: AtomicU64::new(0),
@@ -123,6 +124,7 @@ impl Writer {
             let n = ring::try_write(&r, &mut self.st, self.desired, buf).expect("write");
             buf = &buf[n..];
             if n == 0 {
+                ring::writer_wants_half(&r, &self.st);
                 let ec = &r.slot.cons.space_ec;
                 let key = ec.prepare_wait();
                 if ring::writer_can_progress(&r, &mut self.st, self.desired).expect("tail") {

@@ -240,7 +240,18 @@ fn release<M: RingMem>(r: &RingRef<'_, M>, tail: u64) {
     r.slot.cons.tail.store(tail, Ordering::Release);
     // SeqCst; pairs with the fence in the writer's prepare_wait.
     fence(Ordering::SeqCst);
-    r.slot.cons.space_ec.notify_one_after_fence();
+    // Wake a sleeping writer only once enough space is free (hysteresis; a
+    // stale or garbage `want_tail` costs an early wake or a 20 ms slice).
+    if r.slot.cons.space_ec.has_waiters() && tail >= r.slot.prod.want_tail.load(Ordering::Relaxed) {
+        r.slot.cons.space_ec.notify_one_after_fence();
+    }
+}
+
+/// Before sleeping on a full ring: ask to be woken when half the chunk is
+/// free (or the ring is drained, whichever comes first).
+pub(crate) fn writer_wants_half<M: RingMem>(r: &RingRef<'_, M>, st: &TxState) {
+    let want = st.head.min(st.tail + st.chunk as u64 / 2);
+    r.slot.prod.want_tail.store(want, Ordering::Relaxed);
 }
 
 /// True if the ring has free space or the writer should re-try (the reader

@@ -349,6 +349,7 @@ impl Conn {
             if nb {
                 return Err(io::Error::from(io::ErrorKind::WouldBlock));
             }
+            ring::writer_wants_half(&r, &tx);
             let ec = &r.slot.cons.space_ec;
             let peer_cpu = self.rxr().ok().map(|p| &p.slot.prod.cpu);
             let hint = SpinHint {
