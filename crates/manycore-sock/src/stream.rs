@@ -112,13 +112,14 @@ pub(crate) fn wait_on(
                 }
                 return Ok(Waited::Ready);
             }
-            if mode == WaitMode::Spin && colocated {
-                // The peer needs our CPU: give it away rather than spin.
-                std::thread::yield_now();
-                i += 1;
-                if i >= 64 {
+            if colocated && mode != WaitMode::Sleep {
+                // The peer needs our CPU: give it away rather than spin (a
+                // bounded number of times; Hybrid then sleeps on the futex).
+                if i >= if mode == WaitMode::Spin { 64 } else { 16 } {
                     break;
                 }
+                std::thread::yield_now();
+                i += 1;
                 continue;
             }
             if !budget.spin() {
