@@ -64,6 +64,9 @@ pub(crate) struct TxSlot {
     /// Release when it shrinks; pairs with the Acquire in `blocker`.
     pub extent: AtomicU32,
     pub tx: Mutex<TxState>,
+    /// The connection's peer, once connected: a ring whose reader died will
+    /// never drain, so its shrink need not wait for it.
+    pub live: OnceLock<Arc<Liveness>>,
 }
 
 #[derive(Debug)]
@@ -173,6 +176,7 @@ impl Endpoint {
             alloc: AtomicU32::new(g.size),
             extent: AtomicU32::new(g.size),
             tx: Mutex::new(TxState::new(g.size)),
+            live: OnceLock::new(),
         });
         st.slots[idx] = Some(ts.clone());
         drop(st);
@@ -250,9 +254,13 @@ impl Endpoint {
         // byte it read is copied out before we hand the space to a neighbour.
         let t = r.slot.cons.tail.load(Ordering::Acquire);
         if t != tx.head {
-            return;
+            if !v.live.get().is_some_and(|l| l.dead()) {
+                return;
+            }
+            // Nobody will read what is left: restart within the new chunk.
+        } else {
+            tx.tail = t;
         }
-        tx.tail = t;
         tx.woff = 0;
         tx.chunk = desired;
         // Relaxed: published by the next Release store of `head`.

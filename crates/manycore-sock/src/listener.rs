@@ -209,6 +209,8 @@ impl Listener {
             pid,
             endpoint: name,
         };
+        let live = Arc::new(live);
+        let _ = tx.live.set(live.clone());
         let conn = Conn {
             ep: self.ep.clone(),
             tx,
@@ -219,7 +221,7 @@ impl Listener {
                 chunk: csize,
                 ..RxState::default()
             }),
-            live: Arc::new(live),
+            live,
             peer_addr: paddr.clone(),
             mode: Mutex::new(self.config.wait_mode),
             read_timeout: Mutex::new(None),
@@ -396,6 +398,8 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
         pid: lshm.pid,
         endpoint: lname,
     };
+    let live = Arc::new(live);
+    let _ = tx.live.set(live.clone());
     let conn = Conn {
         ep,
         tx,
@@ -406,7 +410,7 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
             chunk: ssize,
             ..RxState::default()
         }),
-        live: Arc::new(live),
+        live,
         peer_addr: paddr,
         mode: Mutex::new(WaitMode::default()),
         read_timeout: Mutex::new(None),
