@@ -4,6 +4,9 @@ use common::*;
 use manycore_sock::{Listener, Namespace, Stream};
 use std::io::{Read, Write};
 
+/// The two tests count process-wide fds and mappings: never run them at once.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn count_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
@@ -38,6 +41,7 @@ fn cycles(ns: &Namespace, n: usize) {
 
 #[test]
 fn ten_thousand_cycles_leak_nothing() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let ns = TestNs::new();
     // Warm up (lazy statics, thread stacks), then count.
     cycles(&ns.ns, 10);
@@ -56,6 +60,7 @@ fn ten_thousand_cycles_leak_nothing() {
 
 #[test]
 fn private_namespace_cycles() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let ns = Namespace::private();
     cycles(&ns, 10);
     let fds = count_fds();
