@@ -11,6 +11,7 @@
 //! * [`pingpong`]: `manycore bench pingpong`.
 
 pub mod bench_cci;
+pub mod bench_sock;
 pub mod cli;
 pub mod pingpong;
 pub mod plot;

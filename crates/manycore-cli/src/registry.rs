@@ -33,7 +33,7 @@ use crate::progress::Progress;
 use crate::record::Record;
 #[allow(unused_imports)]
 use crate::report::{Section, SectionCtx};
-use crate::{bench_cci, pingpong};
+use crate::{bench_cci, bench_sock, pingpong};
 
 /// A `manycore bench` subcommand.
 #[derive(Debug)]
@@ -103,6 +103,15 @@ pub const BENCHES: &[Bench] = &[
         summary: None,
     },
     Bench {
+        name: "sock",
+        about: "shared-memory sockets vs Unix and TCP: round trips, streaming, Table 1 of rckSock",
+        flags: &[],
+        default_secs: 0.25,
+        details: "MANYCORE_SOCK_BENCH_ONLY=rtt|stream|table1 runs one part; MANYCORE_SOCK_BENCH_BUF sets the sock buffer size.",
+        run: |a, _| bench_sock::run(&bench_sock::SockBenchOpts { secs: a.secs.unwrap_or(0.25), quick: a.quick }),
+        summary: None,
+    },
+    Bench {
         name: "sched",
         about: "deadline misses of a periodic task set with background load: FIFO, priority, EDF",
         flags: &[],
@@ -136,10 +145,23 @@ pub const SECTIONS: &[SectionEntry] = &[
         name: "sched",
         run: bench_cci::sched_section,
     },
+    SectionEntry {
+        name: "sock",
+        run: |ctx| {
+            Section::auto(
+                "sock",
+                "Sockets over shared memory (rckSock)",
+                "Round trips and 1 MiB streaming between two processes and two threads, manycore-sock (spin, hybrid, sleep) \
+                 against Unix domain sockets and TCP loopback; Table 1: one client's throughput as the server's 8 KiB buffer \
+                 is split among more connections (chunk size per row).",
+                bench_sock::run(&bench_sock::SockBenchOpts { secs: 0.1, quick: ctx.quick }),
+            )
+        },
+    },
 ];
 
 /// The entry point of a hidden subcommand: its arguments in, exit status out.
 pub type HiddenMain = fn(&[String]) -> i32;
 
 /// Hidden subcommands: name (starting with `__`) and entry point.
-pub const HIDDEN: &[(&str, HiddenMain)] = &[];
+pub const HIDDEN: &[(&str, HiddenMain)] = &[("__sock-peer", bench_sock::peer_main)];

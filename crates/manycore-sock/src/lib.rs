@@ -1,1 +1,99 @@
-//! manycore sockets over shared memory with buddy-managed buffers (rckSock).
+//! manycore sockets over shared memory with buddy-managed buffers, after
+//! rckSock (C. Clauss, "A Lightweight and Resource-aware Socket Emulation
+//! Layer for the Intel SCC Processor").
+//!
+//! A [`Listener`] and [`Stream`]s shaped like `std::net`, between threads or
+//! processes of one machine, with no system call on the data path:
+//!
+//! * every endpoint owns one buffer region (default 256 KiB, down to the
+//!   paper's 8 KiB) divided among its connections by a [`BuddyAllocator`]: the
+//!   first connection gets all of it, each new one splits a buddy, each close
+//!   merges (section 3.4);
+//! * each direction of a connection is a ring of fragments in its *sender's*
+//!   region; every fragment header carries the sender's current chunk size, so
+//!   a split or merge needs no extra message (section 3.5);
+//! * connections are set up by a two-way handshake through a small control
+//!   ring in the listener's region (section 3.2, Figure 4);
+//! * waiting spins for a bounded budget and then sleeps on a process-shared
+//!   futex doorbell, woken only if it announced itself ([`WaitMode`]);
+//! * a dead peer (even SIGKILLed) is noticed through a pidfd within ~20 ms:
+//!   reads return the remaining data and then `ConnectionReset` (or EOF if it
+//!   had closed), writes return `BrokenPipe`;
+//! * everything read from shared memory is copied once, validated against
+//!   private bookkeeping, and only then used: a hostile peer causes
+//!   `InvalidData`, never a panic or an out-of-bounds access.
+//!
+//! Addresses name a [`Namespace`] (a directory of shared-memory files, by
+//! default `/dev/shm/manycore-<uid>/`, or a private memfd namespace for one
+//! process) and a port. The shared-memory layout and the wait protocol are
+//! described in `src/README.md`.
+//!
+//! Known limit: a peer that *truncates* a region file in a directory namespace
+//! makes the other side's next access fault (SIGBUS); private namespaces use
+//! sealed memfds and are immune.
+//!
+//! # Tests
+//!
+//! `tests/` holds `smoke`, `cross_process` (the test binary re-executes itself
+//! as the peer, including SIGKILL of either side), `hostile` (a peer process
+//! scribbles random bytes over all shared files; it runs
+//! `MANYCORE_SOCK_HOSTILE_SECS` seconds, default 2, 10 for the acceptance
+//! run), `cycles` (10,000 connect/close cycles, no leaks), `permissions`,
+//! `buddy_prop` (proptest) and `loom_ring`
+//! (`RUSTFLAGS="--cfg loom" cargo test -p manycore-sock --release --test loom_ring`).
+//!
+//! # Example
+//!
+//! ```
+//! use manycore_sock::{Listener, Namespace, Stream};
+//! use std::io::{Read, Write};
+//!
+//! let addr = Namespace::private().addr(7);
+//! let listener = Listener::bind(&addr)?;
+//! let t = std::thread::spawn(move || -> std::io::Result<()> {
+//!     let (mut s, _peer) = listener.accept()?;
+//!     let mut buf = [0u8; 5];
+//!     s.read_exact(&mut buf)?;
+//!     s.write_all(&buf)?; // echo
+//!     Ok(())
+//! });
+//! let mut c = Stream::connect(&addr)?;
+//! c.write_all(b"hello")?;
+//! let mut back = [0u8; 5];
+//! c.read_exact(&mut back)?;
+//! assert_eq!(&back, b"hello");
+//! t.join().unwrap()?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+#![cfg_attr(loom, allow(dead_code, unused_imports))]
+
+mod buddy;
+#[cfg(not(loom))]
+mod config;
+#[cfg(not(loom))]
+mod endpoint;
+mod layout;
+#[cfg(not(loom))]
+mod listener;
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_model;
+#[cfg(not(loom))]
+mod raw;
+#[cfg(not(loom))]
+mod region;
+mod ring;
+#[cfg(not(loom))]
+mod stream;
+
+pub use buddy::{BuddyAllocator, Grant};
+#[cfg(not(loom))]
+pub use config::{set_client_config, Config, WaitMode};
+#[cfg(not(loom))]
+pub use listener::{Incoming, Listener};
+#[cfg(not(loom))]
+pub use region::{Namespace, SockAddr};
+#[cfg(not(loom))]
+pub use stream::{PeerAddr, Stream};

@@ -1,0 +1,608 @@
+//! `manycore bench sock`: rckSock-style sockets over shared memory
+//! (`manycore-sock`) side by side with Unix domain sockets and TCP loopback,
+//! between two threads and between two processes, plus a reproduction of
+//! Table 1 of the rckSock paper (Clauss): one client's ping-pong throughput as
+//! the server's 8 KiB buffer is split among more and more connections.
+//!
+//! Process pairs re-execute the current binary as `manycore __sock-peer ...`
+//! ([`peer_main`]). Every measurement is bounded in time; figures are medians
+//! over repetitions (p99 over all samples).
+
+use crate::record::Record;
+use manycore_sock::{set_client_config, Config, Listener, Namespace, SockAddr, Stream, WaitMode};
+use std::io::{self, BufRead, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Options of the sock benchmarks.
+#[derive(Debug, Clone)]
+pub struct SockBenchOpts {
+    /// Seconds per measurement (each repetition of each case).
+    pub secs: f64,
+    /// Small sizes and fewer repetitions (the `manycore report` section, <= ~20 s).
+    pub quick: bool,
+}
+
+impl Default for SockBenchOpts {
+    fn default() -> Self {
+        SockBenchOpts {
+            secs: 0.25,
+            quick: false,
+        }
+    }
+}
+
+const BENCH: &str = "sock";
+const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn mode_of(name: &str) -> WaitMode {
+    match name {
+        "spin" => WaitMode::Spin,
+        "sleep" => WaitMode::Sleep,
+        _ => WaitMode::default(),
+    }
+}
+
+fn bench_ns() -> (Namespace, PathBuf) {
+    // SAFETY-free uid lookup: the owner of /proc/self.
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata("/proc/self")
+        .map(|m| m.uid())
+        .unwrap_or(0);
+    let dir = PathBuf::from(format!(
+        "/dev/shm/manycore-{uid}-bench-{}",
+        std::process::id()
+    ));
+    (Namespace::dir(&dir), dir)
+}
+
+/// Echoes `size`-byte messages until EOF.
+fn echo<S: Read + Write>(mut s: S, size: usize) -> io::Result<()> {
+    let mut buf = vec![0u8; size];
+    loop {
+        match s.read_exact(&mut buf) {
+            Ok(()) => s.write_all(&buf)?,
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Reads everything, acknowledging each `total` bytes with one byte.
+fn sink<S: Read + Write>(mut s: S, total: usize) -> io::Result<()> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut got = 0usize;
+    loop {
+        let n = s.read(&mut buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        got += n;
+        while got >= total {
+            got -= total;
+            s.write_all(&[1])?;
+        }
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    percentile(v, 0.5)
+}
+
+/// Ping-pong: `reps` repetitions of up to `secs` each. Returns (median of
+/// the repetitions' medians, p99 over all samples) in microseconds.
+fn pingpong<S: Read + Write>(
+    s: &mut S,
+    size: usize,
+    secs: f64,
+    reps: usize,
+) -> io::Result<(f64, f64)> {
+    let mut buf = vec![0x5au8; size];
+    for _ in 0..20 {
+        s.write_all(&buf)?;
+        s.read_exact(&mut buf)?;
+    }
+    let mut meds = Vec::new();
+    let mut all = Vec::new();
+    for _ in 0..reps {
+        let mut v = Vec::new();
+        let end = Instant::now() + Duration::from_secs_f64(secs);
+        while v.len() < 5 || (Instant::now() < end && v.len() < 200_000) {
+            let t = Instant::now();
+            s.write_all(&buf)?;
+            s.read_exact(&mut buf)?;
+            v.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        all.extend_from_slice(&v);
+        meds.push(median(&mut v));
+    }
+    all.sort_by(|a, b| a.total_cmp(b));
+    Ok((median(&mut meds), percentile(&all, 0.99)))
+}
+
+/// Streams 1 MiB writes: per repetition `total` bytes, waits for the sink's
+/// acknowledgement. Returns the median throughput in MiB/s.
+fn stream<S: Read + Write>(s: &mut S, total: usize, reps: usize) -> io::Result<f64> {
+    let buf = vec![0xa5u8; 1 << 20];
+    let mut ack = [0u8; 1];
+    let mut v = Vec::new();
+    for _ in 0..reps {
+        let t = Instant::now();
+        let mut sent = 0;
+        while sent < total {
+            let n = (total - sent).min(buf.len());
+            s.write_all(&buf[..n])?;
+            sent += n;
+        }
+        s.read_exact(&mut ack)?;
+        v.push(total as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64());
+    }
+    Ok(median(&mut v))
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Sock(&'static str),
+    Unix,
+    Tcp,
+}
+
+impl Kind {
+    fn name(&self) -> String {
+        match self {
+            Kind::Sock(m) => format!("manycore-sock-{m}"),
+            Kind::Unix => "unix".into(),
+            Kind::Tcp => "tcp".into(),
+        }
+    }
+}
+
+/// A connected pair's local end plus whatever runs the other end.
+enum Conn {
+    Sock(Stream),
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Read for Conn {
+    fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Conn::Sock(s) => s.read(b),
+            Conn::Unix(s) => s.read(b),
+            Conn::Tcp(s) => s.read(b),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        match self {
+            Conn::Sock(s) => s.write(b),
+            Conn::Unix(s) => s.write(b),
+            Conn::Tcp(s) => s.write(b),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+enum Other {
+    Thread(std::thread::JoinHandle<io::Result<()>>),
+    Proc(Child),
+}
+
+impl Other {
+    fn finish(self) {
+        match self {
+            Other::Thread(t) => {
+                let _ = t.join();
+            }
+            Other::Proc(mut c) => {
+                let end = Instant::now() + Duration::from_secs(5);
+                loop {
+                    match c.try_wait() {
+                        Ok(Some(_)) => break,
+                        Ok(None) if Instant::now() < end => {
+                            std::thread::sleep(Duration::from_millis(2))
+                        }
+                        _ => {
+                            let _ = c.kill();
+                            let _ = c.wait();
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn spawn_peer(args: &[String]) -> io::Result<Child> {
+    Command::new(std::env::current_exe()?)
+        .arg("__sock-peer")
+        .args(args)
+        .stdin(Stdio::piped())
+        .spawn()
+}
+
+static PORT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(100);
+
+/// Sets up a connected pair: `role` is "echo" (with `arg` = message size)
+/// or "sink" (with `arg` = bytes per acknowledgement).
+fn setup(
+    buffer: usize,
+    kind: Kind,
+    procs: bool,
+    role: &'static str,
+    arg: usize,
+    ns: &Namespace,
+    dir: &std::path::Path,
+) -> io::Result<(Conn, Other)> {
+    let port = PORT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let serve = move |c: Conn| -> io::Result<()> {
+        if role == "echo" {
+            echo(c, arg)
+        } else {
+            sink(c, arg)
+        }
+    };
+    match kind {
+        Kind::Sock(mode) => {
+            let addr = ns.addr(port);
+            let l = Listener::bind_with(
+                &addr,
+                Config {
+                    wait_mode: mode_of(mode),
+                    buffer_size: env_usize("MANYCORE_SOCK_BENCH_BUF").unwrap_or(buffer),
+                    ..Config::default()
+                },
+            )?;
+            l.set_accept_timeout(Some(IO_TIMEOUT))?;
+            let other = if procs {
+                Other::Proc(spawn_peer(&[
+                    format!("sock-{role}"),
+                    dir.display().to_string(),
+                    port.to_string(),
+                    mode.into(),
+                    arg.to_string(),
+                ])?)
+            } else {
+                let a = addr.clone();
+                Other::Thread(std::thread::spawn(move || {
+                    let s = Stream::connect_timeout(&a, IO_TIMEOUT)?;
+                    s.set_wait_mode(mode_of(mode));
+                    serve(Conn::Sock(s))
+                }))
+            };
+            let (s, _) = l.accept()?;
+            s.set_read_timeout(Some(IO_TIMEOUT))?;
+            s.set_write_timeout(Some(IO_TIMEOUT))?;
+            Ok((Conn::Sock(s), other))
+        }
+        Kind::Unix => {
+            let path = dir.join(format!("unix-{port}"));
+            let _ = std::fs::remove_file(&path);
+            let l = UnixListener::bind(&path)?;
+            let other = if procs {
+                Other::Proc(spawn_peer(&[
+                    format!("unix-{role}"),
+                    path.display().to_string(),
+                    arg.to_string(),
+                ])?)
+            } else {
+                let p = path.clone();
+                Other::Thread(std::thread::spawn(move || {
+                    serve(Conn::Unix(UnixStream::connect(p)?))
+                }))
+            };
+            let (s, _) = l.accept()?;
+            let _ = std::fs::remove_file(&path);
+            s.set_read_timeout(Some(IO_TIMEOUT))?;
+            Ok((Conn::Unix(s), other))
+        }
+        Kind::Tcp => {
+            let l = TcpListener::bind("127.0.0.1:0")?;
+            let p = l.local_addr()?.port();
+            let other = if procs {
+                Other::Proc(spawn_peer(&[
+                    format!("tcp-{role}"),
+                    p.to_string(),
+                    arg.to_string(),
+                ])?)
+            } else {
+                Other::Thread(std::thread::spawn(move || {
+                    let s = TcpStream::connect(("127.0.0.1", p))?;
+                    s.set_nodelay(true)?;
+                    serve(Conn::Tcp(s))
+                }))
+            };
+            let (s, _) = l.accept()?;
+            s.set_nodelay(true)?;
+            s.set_read_timeout(Some(IO_TIMEOUT))?;
+            Ok((Conn::Tcp(s), other))
+        }
+    }
+}
+
+fn env_usize(k: &str) -> Option<usize> {
+    std::env::var(k).ok().and_then(|v| v.parse().ok())
+}
+
+/// `MANYCORE_SOCK_BENCH_ONLY=rtt|stream|table1` runs one family only.
+fn wanted(family: &str) -> bool {
+    std::env::var("MANYCORE_SOCK_BENCH_ONLY").map_or(true, |v| v.split(',').any(|f| f == family))
+}
+
+fn size_name(n: usize) -> String {
+    if n >= 1 << 20 && n % (1 << 20) == 0 {
+        format!("{}MiB", n >> 20)
+    } else if n >= 1024 && n % 1024 == 0 {
+        format!("{}KiB", n >> 10)
+    } else {
+        format!("{n}B")
+    }
+}
+
+/// Runs every sock benchmark and returns its records.
+pub fn run(opts: &SockBenchOpts) -> Vec<Record> {
+    let mut out = Vec::new();
+    let (ns, dir) = bench_ns();
+    if let Err(e) = std::fs::create_dir_all(&dir).and_then(|_| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
+    }) {
+        eprintln!("sock bench: cannot create {}: {e}", dir.display());
+        return out;
+    }
+    let reps = if opts.quick { 3 } else { 5 };
+    let secs = if opts.quick {
+        opts.secs.min(0.1)
+    } else {
+        opts.secs
+    };
+    let kinds = [
+        Kind::Sock("spin"),
+        Kind::Sock("hybrid"),
+        Kind::Sock("sleep"),
+        Kind::Unix,
+        Kind::Tcp,
+    ];
+    let sizes: &[usize] = &[64, 1024, 64 << 10];
+    for procs in [false, true] {
+        let wher = if procs { "procs" } else { "threads" };
+        for &size in sizes.iter().filter(|_| wanted("rtt")) {
+            for kind in kinds {
+                let case = format!("rtt-{}-{wher}", size_name(size));
+                let r = setup(256 << 10, kind, procs, "echo", size, &ns, &dir).and_then(
+                    |(mut c, other)| {
+                        let r = pingpong(&mut c, size, secs / reps as f64 * 2.0, reps);
+                        drop(c);
+                        other.finish();
+                        r
+                    },
+                );
+                match r {
+                    Ok((med, p99)) => {
+                        out.push(Record::new(BENCH, &case, &kind.name(), "median", med, "us"));
+                        out.push(Record::new(BENCH, &case, &kind.name(), "p99", p99, "us"));
+                    }
+                    Err(e) => eprintln!("sock bench: {case} {}: {e}", kind.name()),
+                }
+            }
+        }
+        let total = if opts.quick { 32 << 20 } else { 256 << 20 };
+        // manycore-sock streams with 1 MiB endpoint buffers (its socket buffer;
+        // "-256KiB" is the default size), Unix and TCP with their defaults.
+        let stream_cases = kinds
+            .into_iter()
+            .map(|k| (k, 1usize << 20, k.name()))
+            .chain([(
+                Kind::Sock("hybrid"),
+                256 << 10,
+                "manycore-sock-hybrid-256KiB".to_string(),
+            )]);
+        for (kind, buffer, name) in stream_cases.filter(|_| wanted("stream")) {
+            let case = format!("stream-1MiB-{wher}");
+            let r =
+                setup(buffer, kind, procs, "sink", total, &ns, &dir).and_then(|(mut c, other)| {
+                    let r = stream(&mut c, total, reps);
+                    drop(c);
+                    other.finish();
+                    r
+                });
+            match r {
+                Ok(t) => out.push(Record::new(BENCH, &case, &name, "throughput", t, "MiB/s")),
+                Err(e) => eprintln!("sock bench: {case} {name}: {e}"),
+            }
+        }
+    }
+    if wanted("table1") {
+        match table1(opts, &ns, &dir) {
+            Ok(mut v) => out.append(&mut v),
+            Err(e) => eprintln!("sock bench: table1: {e}"),
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    out
+}
+
+/// rckSock Table 1: the server's 8 KiB buffer is split among 1..65 connections
+/// (filler clients in a peer process); the newest connection, which holds the
+/// smallest buddy, runs a ping-pong. Reports its throughput and chunk size.
+fn table1(opts: &SockBenchOpts, ns: &Namespace, dir: &std::path::Path) -> io::Result<Vec<Record>> {
+    let mut out = Vec::new();
+    let port = PORT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let addr = ns.addr(port);
+    let server_buf = 8192;
+    let l = Listener::bind_with(
+        &addr,
+        Config {
+            buffer_size: server_buf,
+            min_chunk: 64,
+            ..Config::default()
+        },
+    )?;
+    l.set_accept_timeout(Some(IO_TIMEOUT))?;
+    // The measured client has its own undivided 8 KiB buffer, as a core's MPB.
+    set_client_config(Config {
+        buffer_size: server_buf,
+        ..Config::default()
+    });
+    let mut fill = spawn_peer(&[
+        "sock-fillers".into(),
+        dir.display().to_string(),
+        port.to_string(),
+    ])?;
+    let mut fill_in = fill
+        .stdin
+        .take()
+        .ok_or_else(|| io::Error::other("no stdin"))?;
+    let mut fillers = Vec::new();
+    let msg = if opts.quick { 8 << 10 } else { 64 << 10 };
+    let reps = 3;
+    let secs = if opts.quick { 0.05 } else { opts.secs.max(0.1) };
+    let result = (|| -> io::Result<()> {
+        for n in [1usize, 2, 3, 5, 9, 17, 33, 65] {
+            // n - 1 idle fillers, then the measured client (the newest: smallest chunk).
+            writeln!(fill_in, "{}", n - 1)?;
+            fill_in.flush()?;
+            while fillers.len() < n - 1 {
+                fillers.push(l.accept()?.0);
+            }
+            let a = addr.clone();
+            let client = std::thread::spawn(move || -> io::Result<(f64, f64)> {
+                let mut s = Stream::connect_timeout(&a, IO_TIMEOUT)?;
+                s.set_read_timeout(Some(IO_TIMEOUT))?;
+                pingpong(&mut s, msg, secs, reps)
+            });
+            let (srv, _) = l.accept()?;
+            srv.set_read_timeout(Some(IO_TIMEOUT))?;
+            let chunk = srv.send_chunk();
+            let echo_t = std::thread::spawn(move || echo(srv, msg));
+            let (med_us, _) = client
+                .join()
+                .map_err(|_| io::Error::other("client panicked"))??;
+            let _ = echo_t.join();
+            let case = format!("table1-clients-{n}");
+            let mibs = 2.0 * msg as f64 / (1 << 20) as f64 / (med_us / 1e6);
+            out.push(Record::new(
+                BENCH,
+                &case,
+                "manycore-sock-hybrid",
+                "throughput",
+                mibs,
+                "MiB/s",
+            ));
+            out.push(Record::new(
+                BENCH,
+                &case,
+                "manycore-sock-hybrid",
+                "chunk",
+                chunk as f64,
+                "B",
+            ));
+        }
+        Ok(())
+    })();
+    drop(fill_in);
+    drop(fillers);
+    let _ = fill.wait();
+    set_client_config(Config::default());
+    result.map(|_| out)
+}
+
+/// The process-pair peer: `manycore __sock-peer <role> <args...>`. Returns the
+/// process exit code.
+pub fn peer_main(args: &[String]) -> i32 {
+    match peer(args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("__sock-peer {args:?}: {e}");
+            1
+        }
+    }
+}
+
+fn arg<T: std::str::FromStr>(args: &[String], i: usize) -> io::Result<T> {
+    args.get(i)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("bad argument {i}")))
+}
+
+fn peer(args: &[String]) -> io::Result<()> {
+    let role = args.first().map(String::as_str).unwrap_or("");
+    let sock_addr = || -> io::Result<SockAddr> {
+        Ok(Namespace::dir(args.get(1).cloned().unwrap_or_default()).addr(arg(args, 2)?))
+    };
+    match role {
+        "sock-echo" | "sock-sink" => {
+            let s = Stream::connect_timeout(&sock_addr()?, IO_TIMEOUT)?;
+            s.set_wait_mode(mode_of(args.get(3).map(String::as_str).unwrap_or("")));
+            let n: usize = arg(args, 4)?;
+            if role == "sock-echo" {
+                echo(s, n)
+            } else {
+                sink(s, n)
+            }
+        }
+        "unix-echo" | "unix-sink" => {
+            let s = UnixStream::connect(args.get(1).cloned().unwrap_or_default())?;
+            let n: usize = arg(args, 2)?;
+            if role == "unix-echo" {
+                echo(s, n)
+            } else {
+                sink(s, n)
+            }
+        }
+        "tcp-echo" | "tcp-sink" => {
+            let p: u16 = arg(args, 1)?;
+            let s = TcpStream::connect(("127.0.0.1", p))?;
+            s.set_nodelay(true)?;
+            let n: usize = arg(args, 2)?;
+            if role == "tcp-echo" {
+                echo(s, n)
+            } else {
+                sink(s, n)
+            }
+        }
+        "sock-fillers" => {
+            // Holds as many idle connections as each stdin line asks for.
+            let addr = sock_addr()?;
+            let mut conns = Vec::new();
+            for line in io::stdin().lock().lines() {
+                let want: usize = line?.trim().parse().unwrap_or(0);
+                while conns.len() < want {
+                    conns.push(Stream::connect_timeout(&addr, IO_TIMEOUT)?);
+                }
+            }
+            Ok(())
+        }
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "unknown peer role",
+        )),
+    }
+}
+
+/// Prints a human-readable table of `records` (one line per record).
+pub fn print_table(records: &[Record]) {
+    for r in records {
+        println!(
+            "{:<24} {:<22} {:<8} {:>12.2} {}",
+            r.case, r.impl_, r.metric, r.value, r.unit
+        );
+    }
+}

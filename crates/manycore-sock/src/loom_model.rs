@@ -1,0 +1,159 @@
+//! A loom model of one ring direction (the fragment ring of `ring.rs` with
+//! the doorbell protocol of `README.md`), built only under `--cfg loom`.
+//! Memory is a vector of atomic bytes: loom explores relaxed reorderings, so a
+//! missing Release/Acquire pair shows up as stale bytes, a lost wakeup as a
+//! deadlock.
+
+use crate::layout::{ConnSlot, ConsumerLine, Layout, ProducerLine};
+use crate::ring::{self, RingMem, RingRef, RxState, TxState};
+use manycore_sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use manycore_sync::{Arc, SharedEventCount};
+
+/// The memory of one ring: a slot and a tiny data area.
+#[derive(Debug)]
+pub struct Model {
+    layout: Layout,
+    slot: ConnSlot,
+    data: Vec<AtomicU8>,
+}
+
+impl RingMem for Model {
+    fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    fn slot(&self, idx: u32) -> Option<&ConnSlot> {
+        (idx == 0).then_some(&self.slot)
+    }
+    fn store_hdr(&self, off: usize, v: u64) -> bool {
+        self.write_bytes(off, &v.to_le_bytes())
+    }
+    fn load_hdr(&self, off: usize) -> Option<u64> {
+        let mut b = [0u8; 8];
+        self.read_bytes(off, &mut b).then(|| u64::from_le_bytes(b))
+    }
+    fn write_bytes(&self, off: usize, src: &[u8]) -> bool {
+        let Some(o) = off.checked_sub(self.layout.data_off) else {
+            return false;
+        };
+        if o + src.len() > self.data.len() {
+            return false;
+        }
+        for (i, &b) in src.iter().enumerate() {
+            self.data[o + i].store(b, Ordering::Relaxed);
+        }
+        true
+    }
+    fn read_bytes(&self, off: usize, dst: &mut [u8]) -> bool {
+        let Some(o) = off.checked_sub(self.layout.data_off) else {
+            return false;
+        };
+        if o + dst.len() > self.data.len() {
+            return false;
+        }
+        for (i, b) in dst.iter_mut().enumerate() {
+            *b = self.data[o + i].load(Ordering::Relaxed);
+        }
+        true
+    }
+}
+
+/// The sending end.
+#[derive(Debug)]
+pub struct Writer {
+    m: Arc<Model>,
+    st: TxState,
+    desired: u32,
+}
+
+/// The receiving end.
+#[derive(Debug)]
+pub struct Reader {
+    m: Arc<Model>,
+    st: RxState,
+}
+
+/// A ring over `data_size` bytes (a power of two >= 16) starting with chunk `chunk`.
+pub fn pair(data_size: usize, chunk: u32) -> (Writer, Reader) {
+    let layout = Layout::new(1, 0, data_size, 16).expect("model layout");
+    let slot = ConnSlot {
+        prod: ProducerLine {
+            head: AtomicU64::new(0),
+            reset: AtomicU64::new(0),
+            flags: AtomicU32::new(0),
+            cpu: AtomicU32::new(0),
+            data_ec: SharedEventCount::new_shared(),
+            want_tail: AtomicU64::new(0),
+        },
+        cons: ConsumerLine {
+            tail: AtomicU64::new(0),
+            flags: AtomicU32::new(0),
+            _pad: AtomicU32::new(0),
+            space_ec: SharedEventCount::new_shared(),
+        },
+    };
+    let data = (0..data_size).map(|_| AtomicU8::new(0)).collect();
+    let m = Arc::new(Model { layout, slot, data });
+    let mut st = TxState::new(chunk);
+    st.ready = true;
+    (
+        Writer {
+            m: m.clone(),
+            st,
+            desired: chunk,
+        },
+        Reader {
+            m,
+            st: RxState {
+                chunk,
+                ..RxState::default()
+            },
+        },
+    )
+}
+
+impl Writer {
+    /// Changes the chunk (applied at the ring's next empty moment).
+    pub fn set_chunk(&mut self, c: u32) {
+        self.desired = c;
+    }
+
+    /// Writes everything, sleeping on the space doorbell when full.
+    pub fn write_all(&mut self, mut buf: &[u8]) {
+        let r = RingRef::new(&*self.m, 0, 0).unwrap();
+        while !buf.is_empty() {
+            let n = ring::try_write(&r, &mut self.st, self.desired, buf).expect("write");
+            buf = &buf[n..];
+            if n == 0 {
+                ring::writer_wants_half(&r, &self.st);
+                let ec = &r.slot.cons.space_ec;
+                let key = ec.prepare_wait();
+                if ring::writer_can_progress(&r, &mut self.st, self.desired).expect("tail") {
+                    ec.cancel_wait();
+                } else {
+                    ec.wait(key);
+                }
+            }
+        }
+    }
+}
+
+impl Reader {
+    /// Reads exactly `buf.len()` bytes, sleeping on the data doorbell when empty.
+    pub fn read_exact(&mut self, buf: &mut [u8]) {
+        let r = RingRef::new(&*self.m, 0, 0).unwrap();
+        let mut got = 0;
+        while got < buf.len() {
+            let n = ring::try_read(&r, &mut self.st, &mut buf[got..]).expect("read");
+            got += n;
+            if n == 0 {
+                let ec = &r.slot.prod.data_ec;
+                let key = ec.prepare_wait();
+                if ring::reader_has_data(&r, &mut self.st).expect("head") {
+                    ec.cancel_wait();
+                } else {
+                    ec.wait(key);
+                }
+            }
+        }
+    }
+}

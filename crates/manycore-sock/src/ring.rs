@@ -1,0 +1,405 @@
+//! The byte ring of one direction of a connection: fragments of at most the
+//! sender's current chunk, each with a header carrying its length and that
+//! chunk size (rckSock section 3.5's piggy-back), committed by a Release store
+//! of the producer index after the bytes and the header are in place.
+//!
+//! The ring lives in the *sender's* region (rckSock: "sending buffers are
+//! always the local ones"), so the sender alone decides its chunk size, and a
+//! chunk change needs no message: the next fragment header says it. A chunk
+//! change (a split or a merge of the sender's buddy) is applied only when the
+//! ring is empty, together with a restart at offset 0 (`reset`).
+
+use crate::layout::{ConnSlot, Layout, FLAG_CLOSED, FRAG_HDR};
+use manycore_sync::atomic::{fence, Ordering};
+use std::io;
+
+pub(crate) fn invalid(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("manycore-sock: peer wrote an invalid {what}"),
+    )
+}
+
+#[inline]
+fn pad8(n: usize) -> usize {
+    (n + 7) & !7
+}
+
+#[inline]
+fn hdr_word(len: usize, chunk: u32) -> u64 {
+    len as u64 | (chunk as u64) << 32
+}
+
+/// Sender-private state of a ring (the bookkeeping is never read back from
+/// shared memory).
+#[derive(Debug)]
+pub(crate) struct TxState {
+    /// Bytes written (committed or not) - our `head`.
+    pub head: u64,
+    /// Last `tail` we saw (validated: monotonic, never past `head`).
+    pub tail: u64,
+    /// Offset of the next fragment inside the chunk.
+    pub woff: usize,
+    /// Current chunk size (the ring's capacity).
+    pub chunk: u32,
+    /// The new block may still overlap data of a buddy that is shrinking.
+    pub ready: bool,
+    /// The ring is poisoned by an invalid peer value.
+    pub broken: bool,
+}
+
+impl TxState {
+    pub fn new(chunk: u32) -> Self {
+        TxState {
+            head: 0,
+            tail: 0,
+            woff: 0,
+            chunk,
+            ready: false,
+            broken: false,
+        }
+    }
+}
+
+/// Receiver-private state of a ring.
+#[derive(Debug, Default)]
+pub(crate) struct RxState {
+    pub tail: u64,
+    pub head: u64,
+    pub roff: usize,
+    /// Chunk size of the last fragment seen (the sender's current chunk).
+    pub chunk: u32,
+    /// Current fragment: (payload offset in chunk, length, bytes consumed, frame size).
+    pub cur: Option<(usize, usize, usize, usize)>,
+    pub broken: bool,
+    pub eof: bool,
+}
+
+/// The memory a ring lives in: a shared region normally, a loom model under
+/// `cfg(loom)`. Offsets are region offsets; every access is bounds-checked.
+pub(crate) trait RingMem {
+    fn layout(&self) -> &Layout;
+    fn slot(&self, idx: u32) -> Option<&ConnSlot>;
+    /// Stores a fragment header word (8-aligned).
+    fn store_hdr(&self, off: usize, v: u64) -> bool;
+    /// Loads a fragment header word (8-aligned).
+    fn load_hdr(&self, off: usize) -> Option<u64>;
+    fn write_bytes(&self, off: usize, src: &[u8]) -> bool;
+    fn read_bytes(&self, off: usize, dst: &mut [u8]) -> bool;
+}
+
+/// One direction's view: a region, a slot index and a block base offset,
+/// all validated at handshake time against the region's local layout.
+#[derive(Debug)]
+pub(crate) struct RingRef<'a, M: RingMem> {
+    pub shm: &'a M,
+    pub slot: &'a ConnSlot,
+    pub base: u32,
+}
+
+impl<M: RingMem> Clone for RingRef<'_, M> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<M: RingMem> Copy for RingRef<'_, M> {}
+
+impl<'a, M: RingMem> RingRef<'a, M> {
+    pub fn new(shm: &'a M, idx: u32, base: u32) -> Option<Self> {
+        let slot = shm.slot(idx)?;
+        Some(RingRef { shm, slot, base })
+    }
+    fn layout(&self) -> &Layout {
+        self.shm.layout()
+    }
+    fn data_at(&self, off: usize) -> usize {
+        self.shm.layout().data_off + self.base as usize + off
+    }
+}
+
+/// Refreshes the sender's copy of `tail`. Acquire; pairs with the reader's
+/// Release store of `tail` after copying out (the space is free to reuse).
+fn refresh_tail<M: RingMem>(r: &RingRef<'_, M>, st: &mut TxState) -> io::Result<bool> {
+    let t = r.slot.cons.tail.load(Ordering::Acquire);
+    if t < st.tail || t > st.head {
+        st.broken = true;
+        return Err(invalid("ring tail"));
+    }
+    let changed = t != st.tail;
+    st.tail = t;
+    Ok(changed)
+}
+
+/// Peer (reader) has closed its end: the consumer line says so.
+pub(crate) fn reader_closed<M: RingMem>(r: &RingRef<'_, M>) -> io::Result<bool> {
+    match r.slot.cons.flags.load(Ordering::Acquire) {
+        0 => Ok(false),
+        FLAG_CLOSED => Ok(true),
+        _ => Err(invalid("flags word")),
+    }
+}
+
+/// Writes as much of `buf` as fits without waiting; commits and notifies.
+/// `desired` is the chunk the sender's block allows now (applied only when
+/// the ring is empty). Returns bytes written and whether the chunk changed
+/// (so the caller can publish the new extent).
+pub(crate) fn try_write<M: RingMem>(
+    r: &RingRef<'_, M>,
+    st: &mut TxState,
+    desired: u32,
+    buf: &[u8],
+) -> io::Result<usize> {
+    if st.broken {
+        return Err(invalid("ring state (earlier)"));
+    }
+    let mut n = 0usize;
+    while n < buf.len() {
+        if st.head == st.tail {
+            // Empty (the reader has consumed everything we wrote): restart at
+            // offset 0 and apply any chunk change now.
+            if st.woff != 0 || st.chunk != desired {
+                st.woff = 0;
+                st.chunk = desired;
+                // Relaxed: published by the Release store of `head` below.
+                r.slot.prod.reset.store(st.head, Ordering::Relaxed);
+            }
+        } else if st.chunk != desired && desired < st.chunk {
+            // Shrink pending: let the ring drain first.
+            if !refresh_tail(r, st)? {
+                break;
+            }
+            continue;
+        }
+        let cap = st.chunk as usize;
+        let used = (st.head - st.tail) as usize;
+        let free = cap - used;
+        let contig = (cap - st.woff).min(free);
+        if contig < 2 * FRAG_HDR {
+            if contig == FRAG_HDR && st.woff + FRAG_HDR == cap {
+                // A zero-length pad fragment takes us to the end of the chunk.
+                if !r.shm.store_hdr(r.data_at(st.woff), hdr_word(0, st.chunk)) {
+                    return Err(invalid("offset"));
+                }
+                st.head += FRAG_HDR as u64;
+                st.woff = 0;
+                commit(r, st.head);
+                continue;
+            }
+            if !refresh_tail(r, st)? {
+                break;
+            }
+            continue;
+        }
+        // Large chunks carry several fragments at once so that reader and
+        // writer copy in parallel; small ones (the paper's MPB sizes) carry
+        // one fragment of up to the whole chunk.
+        let maxfrag = if cap > 16 << 10 {
+            (cap / 4).min(64 << 10)
+        } else {
+            cap
+        };
+        let take = (buf.len() - n).min(contig.min(maxfrag) - FRAG_HDR);
+        let off = r.data_at(st.woff);
+        if !r.shm.write_bytes(off + FRAG_HDR, &buf[n..n + take]) {
+            return Err(invalid("offset"));
+        }
+        // Published with the payload by the Release store of `head`.
+        if !r.shm.store_hdr(off, hdr_word(take, st.chunk)) {
+            return Err(invalid("offset"));
+        }
+        let fsz = FRAG_HDR + pad8(take);
+        st.woff += fsz;
+        if st.woff == cap {
+            st.woff = 0;
+        }
+        st.head += fsz as u64;
+        n += take;
+        commit(r, st.head);
+    }
+    Ok(n)
+}
+
+/// Publishes `head` and wakes the reader if it announced it is sleeping.
+#[inline]
+fn commit<M: RingMem>(r: &RingRef<'_, M>, head: u64) {
+    // Release: commits the fragment (bytes, then header, then this); pairs
+    // with the Acquire load of `head` in `refresh_head`.
+    r.slot.prod.head.store(head, Ordering::Release);
+    // SeqCst fence, then look for a sleeping reader: pairs with the fence in
+    // `EventCount::prepare_wait` (the reader announces, then re-checks
+    // `head`): one of us sees the other, no lost wakeup.
+    fence(Ordering::SeqCst);
+    r.slot.prod.data_ec.notify_one_after_fence();
+}
+
+/// Publishes `tail` and wakes the writer if it announced it is sleeping.
+#[inline]
+fn release<M: RingMem>(r: &RingRef<'_, M>, tail: u64) {
+    // Release: our copies out happen-before the writer reuses the space;
+    // pairs with the Acquire in `refresh_tail`.
+    r.slot.cons.tail.store(tail, Ordering::Release);
+    // SeqCst; pairs with the fence in the writer's prepare_wait.
+    fence(Ordering::SeqCst);
+    // Wake a sleeping writer only once enough space is free (hysteresis; a
+    // stale or garbage `want_tail` costs an early wake or a 20 ms slice).
+    if r.slot.cons.space_ec.has_waiters() && tail >= r.slot.prod.want_tail.load(Ordering::Relaxed) {
+        r.slot.cons.space_ec.notify_one_after_fence();
+    }
+}
+
+/// Before sleeping on a full ring: ask to be woken when half the chunk is
+/// free (or the ring is drained, whichever comes first).
+pub(crate) fn writer_wants_half<M: RingMem>(r: &RingRef<'_, M>, st: &TxState) {
+    let want = st.head.min(st.tail + st.chunk as u64 / 2);
+    r.slot.prod.want_tail.store(want, Ordering::Relaxed);
+}
+
+/// True if the ring has free space or the writer should re-try (the reader
+/// moved). Used by the space wait's re-check.
+pub(crate) fn writer_can_progress<M: RingMem>(
+    r: &RingRef<'_, M>,
+    st: &mut TxState,
+    desired: u32,
+) -> io::Result<bool> {
+    refresh_tail(r, st)?;
+    if st.head == st.tail {
+        return Ok(true);
+    }
+    if desired < st.chunk {
+        return Ok(false);
+    }
+    let cap = st.chunk as usize;
+    let free = cap - (st.head - st.tail) as usize;
+    Ok(free >= 2 * FRAG_HDR || (st.woff + FRAG_HDR == cap && free >= FRAG_HDR))
+}
+
+/// The reader's load of `head`. Acquire; pairs with the Release in `try_write`.
+fn refresh_head<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState) -> io::Result<bool> {
+    let h = r.slot.prod.head.load(Ordering::Acquire);
+    let max = r.layout().max_chunk_at(r.base) as u64;
+    if h < st.tail || h - st.tail > max || h < st.head {
+        st.broken = true;
+        return Err(invalid("ring head"));
+    }
+    let changed = h != st.head;
+    st.head = h;
+    Ok(changed)
+}
+
+/// True if the writer has closed its end.
+pub(crate) fn writer_closed<M: RingMem>(r: &RingRef<'_, M>) -> io::Result<bool> {
+    match r.slot.prod.flags.load(Ordering::Acquire) {
+        0 => Ok(false),
+        FLAG_CLOSED => Ok(true),
+        _ => Err(invalid("flags word")),
+    }
+}
+
+/// True if data is available (re-loads `head`).
+pub(crate) fn reader_has_data<M: RingMem>(
+    r: &RingRef<'_, M>,
+    st: &mut RxState,
+) -> io::Result<bool> {
+    if st.cur.is_some() || st.head != st.tail {
+        return Ok(true);
+    }
+    refresh_head(r, st)?;
+    Ok(st.head != st.tail)
+}
+
+/// Copies available bytes into `buf` without waiting; releases consumed
+/// fragments and wakes a writer waiting for space.
+pub(crate) fn try_read<M: RingMem>(
+    r: &RingRef<'_, M>,
+    st: &mut RxState,
+    buf: &mut [u8],
+) -> io::Result<usize> {
+    if st.broken {
+        return Err(invalid("ring state (earlier)"));
+    }
+    let mut n = 0usize;
+    let res = read_loop(r, st, buf, &mut n);
+    match res {
+        Ok(()) => Ok(n),
+        Err(e) if n > 0 => {
+            st.broken = true;
+            let _ = e;
+            Ok(n)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn read_loop<M: RingMem>(
+    r: &RingRef<'_, M>,
+    st: &mut RxState,
+    buf: &mut [u8],
+    n: &mut usize,
+) -> io::Result<()> {
+    let lay = r.layout();
+    let max = lay.max_chunk_at(r.base) as usize;
+    while *n < buf.len() {
+        if let Some((poff, len, done, fsz)) = st.cur {
+            let take = (len - done).min(buf.len() - *n);
+            if !r
+                .shm
+                .read_bytes(r.data_at(poff + done), &mut buf[*n..*n + take])
+            {
+                st.broken = true;
+                return Err(invalid("offset"));
+            }
+            *n += take;
+            if done + take == len {
+                st.cur = None;
+                st.tail += fsz as u64;
+                st.roff += fsz;
+                if st.roff == st.chunk as usize {
+                    st.roff = 0;
+                }
+                release(r, st.tail);
+            } else {
+                st.cur = Some((poff, len, done + take, fsz));
+            }
+            continue;
+        }
+        if st.head == st.tail && !refresh_head(r, st)? {
+            return Ok(());
+        }
+        // Relaxed: written before the `head` Release we acquired above.
+        if r.slot.prod.reset.load(Ordering::Relaxed) == st.tail {
+            st.roff = 0;
+        }
+        if st.roff + FRAG_HDR > max {
+            st.broken = true;
+            return Err(invalid("ring offset"));
+        }
+        // Written before the `head` Release we acquired above.
+        let h = r
+            .shm
+            .load_hdr(r.data_at(st.roff))
+            .ok_or_else(|| invalid("offset"))?;
+        let len = (h & 0xffff_ffff) as usize;
+        let chunk = (h >> 32) as u32;
+        let fsz = FRAG_HDR.saturating_add(pad8(len));
+        if !lay.valid_block(r.base, chunk)
+            || len > chunk as usize
+            || st.roff + fsz > chunk as usize
+            || fsz as u64 > st.head - st.tail
+        {
+            st.broken = true;
+            return Err(invalid("fragment header"));
+        }
+        st.chunk = chunk;
+        if len == 0 {
+            st.tail += fsz as u64;
+            st.roff += fsz;
+            if st.roff == chunk as usize {
+                st.roff = 0;
+            }
+            release(r, st.tail);
+            continue;
+        }
+        st.cur = Some((st.roff + FRAG_HDR, len, 0, fsz));
+    }
+    Ok(())
+}

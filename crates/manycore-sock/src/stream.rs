@@ -1,0 +1,569 @@
+//! `Stream`: one rckSock connection, a pair of fragment rings, each in its
+//! sender's buffer region (Clauss, Figure 4: chunks X and Y), with the
+//! spin-then-sleep doorbell protocol of `README.md`.
+
+use crate::config::WaitMode;
+use crate::endpoint::{Endpoint, Liveness, TxSlot};
+use crate::layout::FLAG_CLOSED;
+use crate::region::{Namespace, Shm};
+use crate::ring::{self, RingRef, RxState};
+use manycore_sync::atomic::Ordering;
+use manycore_sync::{SharedEventCount, SpinBudget};
+use std::fmt;
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+use std::sync::atomic::{AtomicBool, AtomicU8};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// How often a sleeper wakes to check peer liveness and deadlines.
+pub(crate) const SLICE: Duration = Duration::from_millis(20);
+/// Spin slice of `WaitMode::Spin` between liveness checks.
+const SPIN_SLICE: Duration = Duration::from_millis(10);
+
+/// The peer of a connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerAddr {
+    /// The namespace both ends live in.
+    pub namespace: Namespace,
+    /// The peer's process id (as it reported it).
+    pub pid: u32,
+    /// The peer's endpoint name in the namespace (`p<port>` for a listener,
+    /// `c<pid>-<n>` for a client endpoint).
+    pub endpoint: String,
+}
+
+impl fmt::Display for PeerAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{} (pid {})", self.namespace, self.endpoint, self.pid)
+    }
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Result of a bounded wait.
+pub(crate) enum Waited {
+    Ready,
+    PeerDead,
+    TimedOut,
+}
+
+/// Smallest adaptive spin budget of `WaitMode::Hybrid`.
+const MIN_SPIN_NS: u32 = 2_000;
+
+/// Spin hints for one waiting direction: an adaptive budget (doubled when a
+/// spin succeeds, halved when it has to sleep) and the CPU the peer last ran
+/// on (spinning against a peer on our own CPU only delays it).
+pub(crate) struct SpinHint<'a> {
+    pub budget_ns: &'a std::sync::atomic::AtomicU32,
+    pub peer_cpu: Option<&'a manycore_sync::atomic::AtomicU32>,
+}
+
+/// Waits until `check` says ready: spin per `mode`, then announce on `ec`,
+/// re-check, and sleep in slices, checking `peer` between slices. `check`
+/// errors are returned (after withdrawing any announcement).
+pub(crate) fn wait_on(
+    mode: WaitMode,
+    deadline: Option<Instant>,
+    ec: &SharedEventCount,
+    peer: &Liveness,
+    hint: Option<SpinHint<'_>>,
+    mut check: impl FnMut() -> io::Result<bool>,
+) -> io::Result<Waited> {
+    use std::sync::atomic::Ordering::Relaxed;
+    let colocated = hint
+        .as_ref()
+        .and_then(|h| h.peer_cpu)
+        .is_some_and(|c| c.load(Ordering::Relaxed) == crate::raw::current_cpu());
+    let spin = match mode {
+        WaitMode::Spin => SPIN_SLICE,
+        WaitMode::Hybrid { spin } if colocated => {
+            let _ = spin;
+            Duration::ZERO
+        }
+        WaitMode::Hybrid { spin } => match &hint {
+            Some(h) => Duration::from_nanos(h.budget_ns.load(Relaxed) as u64).min(spin),
+            None => spin,
+        },
+        WaitMode::Sleep => Duration::ZERO,
+    };
+    let adapt = |ok: bool| {
+        if let (WaitMode::Hybrid { spin: max }, Some(h)) = (mode, &hint) {
+            let max = max.as_nanos().min(u32::MAX as u128) as u32;
+            let b = h.budget_ns.load(Relaxed).min(max);
+            let nb = if ok {
+                b.saturating_mul(2).min(max)
+            } else {
+                (b / 2).max(MIN_SPIN_NS.min(max))
+            };
+            h.budget_ns.store(nb, Relaxed);
+        }
+    };
+    let mut first = true;
+    loop {
+        let mut budget = SpinBudget::new(spin);
+        let mut i = 0u32;
+        loop {
+            if check()? {
+                if first && !spin.is_zero() && !colocated {
+                    adapt(true);
+                }
+                return Ok(Waited::Ready);
+            }
+            if colocated && mode != WaitMode::Sleep {
+                // The peer needs our CPU: give it away rather than spin (a
+                // bounded number of times; Hybrid then sleeps on the futex).
+                if i >= if mode == WaitMode::Spin { 64 } else { 16 } {
+                    break;
+                }
+                std::thread::yield_now();
+                i += 1;
+                continue;
+            }
+            if !budget.spin() {
+                break;
+            }
+        }
+        if first && !spin.is_zero() && !colocated {
+            adapt(false);
+        }
+        first = false;
+        if mode == WaitMode::Spin {
+            std::thread::yield_now();
+        } else {
+            let key = ec.prepare_wait();
+            match check() {
+                Ok(true) => {
+                    ec.cancel_wait();
+                    return Ok(Waited::Ready);
+                }
+                Err(e) => {
+                    ec.cancel_wait();
+                    return Err(e);
+                }
+                Ok(false) => {}
+            }
+            let slice = match deadline {
+                Some(d) => d.saturating_duration_since(Instant::now()).min(SLICE),
+                None => SLICE,
+            };
+            ec.wait_timeout(key, slice);
+        }
+        if check()? {
+            return Ok(Waited::Ready);
+        }
+        if peer.dead() {
+            return Ok(Waited::PeerDead);
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(Waited::TimedOut);
+        }
+    }
+}
+
+const SHUT_RD: u8 = 1;
+const SHUT_WR: u8 = 2;
+
+pub(crate) struct Conn {
+    pub ep: Arc<Endpoint>,
+    pub tx: Arc<TxSlot>,
+    pub peer: Arc<Shm>,
+    pub rx_idx: u32,
+    pub rx_base: u32,
+    pub rx: Mutex<RxState>,
+    pub live: Arc<Liveness>,
+    pub peer_addr: PeerAddr,
+    pub mode: Mutex<WaitMode>,
+    pub read_timeout: Mutex<Option<Duration>>,
+    pub write_timeout: Mutex<Option<Duration>>,
+    pub nonblocking: AtomicBool,
+    pub shut: AtomicU8,
+    /// Set once the peer was seen dead; `last_check` rate-limits probes.
+    pub dead: AtomicBool,
+    pub last_check: Mutex<Instant>,
+    /// Adaptive spin budgets (ns) of the read and write waits.
+    pub rx_spin: std::sync::atomic::AtomicU32,
+    pub tx_spin: std::sync::atomic::AtomicU32,
+}
+
+/// How often a writer that never has to wait probes the peer's liveness.
+const PROBE_EVERY: Duration = Duration::from_millis(20);
+
+impl Conn {
+    /// Tells the peer which CPU we run on (its spin hint).
+    fn publish_cpu(&self) {
+        if let Some(s) = self.ep.shm.slot(self.tx.idx) {
+            let c = crate::raw::current_cpu();
+            if s.prod.cpu.load(Ordering::Relaxed) != c {
+                s.prod.cpu.store(c, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// True if the peer is known dead (probing at most every `PROBE_EVERY`).
+    fn peer_dead(&self) -> bool {
+        if self.dead.load(std::sync::atomic::Ordering::Relaxed) {
+            return true;
+        }
+        let now = Instant::now();
+        {
+            let mut l = lock(&self.last_check);
+            if now.duration_since(*l) < PROBE_EVERY {
+                return false;
+            }
+            *l = now;
+        }
+        self.mark_dead_if(self.live.dead())
+    }
+    fn mark_dead_if(&self, d: bool) -> bool {
+        if d {
+            self.dead.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        d
+    }
+
+    fn txr(&self) -> io::Result<RingRef<'_, Shm>> {
+        RingRef::new(&*self.ep.shm, self.tx.idx, self.tx.base).ok_or_else(|| ring::invalid("slot"))
+    }
+    fn rxr(&self) -> io::Result<RingRef<'_, Shm>> {
+        RingRef::new(&*self.peer, self.rx_idx, self.rx_base).ok_or_else(|| ring::invalid("slot"))
+    }
+    fn deadline(&self, t: &Mutex<Option<Duration>>) -> Option<Instant> {
+        lock(t).map(|d| Instant::now() + d)
+    }
+    fn timed_out(&self) -> io::Error {
+        if self.nonblocking.load(std::sync::atomic::Ordering::Relaxed) {
+            io::Error::from(io::ErrorKind::WouldBlock)
+        } else {
+            io::Error::from(io::ErrorKind::TimedOut)
+        }
+    }
+
+    fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() || self.shut.load(std::sync::atomic::Ordering::Relaxed) & SHUT_RD != 0 {
+            return Ok(0);
+        }
+        let r = self.rxr()?;
+        self.publish_cpu();
+        let mut rx = lock(&self.rx);
+        let nb = self.nonblocking.load(std::sync::atomic::Ordering::Relaxed);
+        let deadline = if nb {
+            Some(Instant::now())
+        } else {
+            self.deadline(&self.read_timeout)
+        };
+        let mode = *lock(&self.mode);
+        loop {
+            let n = ring::try_read(&r, &mut rx, buf)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            if rx.eof {
+                return Ok(0);
+            }
+            if ring::writer_closed(&r)? {
+                if !ring::reader_has_data(&r, &mut rx)? {
+                    rx.eof = true;
+                    return Ok(0);
+                }
+                continue;
+            }
+            if nb {
+                return Err(io::Error::from(io::ErrorKind::WouldBlock));
+            }
+            let ec = &r.slot.prod.data_ec;
+            let hint = SpinHint {
+                budget_ns: &self.rx_spin,
+                peer_cpu: Some(&r.slot.prod.cpu),
+            };
+            let w = wait_on(mode, deadline, ec, &self.live, Some(hint), || {
+                Ok(ring::reader_has_data(&r, &mut rx)? || ring::writer_closed(&r)?)
+            })?;
+            match w {
+                Waited::Ready => {}
+                Waited::PeerDead => {
+                    self.mark_dead_if(true);
+                    let n = ring::try_read(&r, &mut rx, buf)?;
+                    if n > 0 {
+                        return Ok(n);
+                    }
+                    if ring::writer_closed(&r)? {
+                        rx.eof = true;
+                        return Ok(0);
+                    }
+                    return Err(io::Error::new(
+                        io::ErrorKind::ConnectionReset,
+                        "manycore-sock: peer died",
+                    ));
+                }
+                Waited::TimedOut => return Err(self.timed_out()),
+            }
+        }
+    }
+
+    fn write(&self, buf: &[u8]) -> io::Result<usize> {
+        if self.shut.load(std::sync::atomic::Ordering::Relaxed) & SHUT_WR != 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "manycore-sock: write side shut down",
+            ));
+        }
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let r = self.txr()?;
+        self.publish_cpu();
+        let mut tx = lock(&self.tx.tx);
+        let nb = self.nonblocking.load(std::sync::atomic::Ordering::Relaxed);
+        let deadline = if nb {
+            Some(Instant::now())
+        } else {
+            self.deadline(&self.write_timeout)
+        };
+        let mode = *lock(&self.mode);
+        if !tx.ready {
+            self.wait_ready(mode, deadline)?;
+            tx.ready = true;
+        }
+        loop {
+            if ring::reader_closed(&r)? {
+                return Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "manycore-sock: peer closed",
+                ));
+            }
+            if self.peer_dead() {
+                return Err(io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "manycore-sock: peer died",
+                ));
+            }
+            let desired = self.tx.alloc.load(Ordering::Relaxed);
+            let res = ring::try_write(&r, &mut tx, desired, buf);
+            Endpoint::publish_extent(&self.tx, tx.chunk);
+            let n = res?;
+            if n > 0 {
+                return Ok(n);
+            }
+            if nb {
+                return Err(io::Error::from(io::ErrorKind::WouldBlock));
+            }
+            ring::writer_wants_half(&r, &tx);
+            let ec = &r.slot.cons.space_ec;
+            let peer_cpu = self.rxr().ok().map(|p| &p.slot.prod.cpu);
+            let hint = SpinHint {
+                budget_ns: &self.tx_spin,
+                peer_cpu,
+            };
+            let w = wait_on(mode, deadline, ec, &self.live, Some(hint), || {
+                let d = self.tx.alloc.load(Ordering::Relaxed);
+                Ok(ring::reader_closed(&r)? || ring::writer_can_progress(&r, &mut tx, d)?)
+            })?;
+            match w {
+                Waited::Ready => {}
+                Waited::PeerDead => {
+                    self.mark_dead_if(true);
+                    return Err(io::Error::new(
+                        io::ErrorKind::BrokenPipe,
+                        "manycore-sock: peer died",
+                    ));
+                }
+                Waited::TimedOut => return Err(self.timed_out()),
+            }
+        }
+    }
+
+    /// Waits until no shrinking neighbour still has data in our new block.
+    fn wait_ready(&self, mode: WaitMode, deadline: Option<Instant>) -> io::Result<()> {
+        loop {
+            let Some(b) = self.ep.blocker(&self.tx) else {
+                return Ok(());
+            };
+            self.ep.try_apply(&b);
+            let Some(br) = RingRef::new(&*self.ep.shm, b.idx, b.base) else {
+                return Ok(());
+            };
+            let ec = &br.slot.cons.space_ec;
+            let never = Liveness::SameProcess;
+            let w = wait_on(mode, deadline, ec, &never, None, || {
+                self.ep.try_apply(&b);
+                Ok(self.ep.blocker(&self.tx).is_none())
+            })?;
+            if let Waited::TimedOut = w {
+                return Err(self.timed_out());
+            }
+        }
+    }
+
+    fn shutdown(&self, how: Shutdown) {
+        let bits = match how {
+            Shutdown::Read => SHUT_RD,
+            Shutdown::Write => SHUT_WR,
+            Shutdown::Both => SHUT_RD | SHUT_WR,
+        };
+        let old = self
+            .shut
+            .fetch_or(bits, std::sync::atomic::Ordering::Relaxed);
+        let new = bits & !old;
+        if new & SHUT_WR != 0 {
+            self.ep.close_tx(&self.tx);
+        }
+        if new & SHUT_RD != 0 {
+            if let Ok(r) = self.rxr() {
+                // Release; pairs with the Acquire in the peer's `reader_closed`.
+                r.slot.cons.flags.store(FLAG_CLOSED, Ordering::Release);
+                r.slot.cons.space_ec.notify_all();
+                r.slot.prod.data_ec.notify_all();
+            }
+        }
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.shutdown(Shutdown::Both);
+        self.ep.retire(self.tx.clone(), self.live.clone());
+    }
+}
+
+/// A connected socket over shared memory, shaped like `std::net::TcpStream`.
+///
+/// Reads and writes may run on two threads at once (via
+/// [`try_clone`](Stream::try_clone)); concurrent readers (or writers) are
+/// serialised. Dropping the last clone closes the connection: the peer reads
+/// EOF once it has drained the data, and its writes fail with `BrokenPipe`.
+pub struct Stream {
+    pub(crate) c: Arc<Conn>,
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Stream")
+            .field("local", &self.c.ep.shm.name)
+            .field("peer", &self.c.peer_addr)
+            .field("tx_chunk", &self.c.tx.alloc.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Stream {
+    /// Connects to a listener (waits until it accepts, refuses, or dies).
+    pub fn connect(addr: &crate::SockAddr) -> io::Result<Stream> {
+        crate::listener::connect(addr, None)
+    }
+
+    /// Connects, giving up with `TimedOut` after `timeout`.
+    pub fn connect_timeout(addr: &crate::SockAddr, timeout: Duration) -> io::Result<Stream> {
+        crate::listener::connect(addr, Some(timeout))
+    }
+
+    /// The peer's address.
+    pub fn peer_addr(&self) -> io::Result<PeerAddr> {
+        Ok(self.c.peer_addr.clone())
+    }
+
+    /// A second handle to the same connection (shares options and state).
+    pub fn try_clone(&self) -> io::Result<Stream> {
+        Ok(Stream { c: self.c.clone() })
+    }
+
+    /// Shuts down reading, writing, or both (the peer sees EOF after a write
+    /// shutdown and `BrokenPipe` on writing after a read shutdown).
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.c.shutdown(how);
+        Ok(())
+    }
+
+    /// In non-blocking mode, operations that would wait return `WouldBlock`.
+    pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
+        self.c
+            .nonblocking
+            .store(nonblocking, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Read timeout (`None`: wait forever). A zero duration is refused, as in std.
+    pub fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        check_timeout(t)?;
+        *lock(&self.c.read_timeout) = t;
+        Ok(())
+    }
+
+    /// Write timeout (`None`: wait forever). A zero duration is refused.
+    pub fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        check_timeout(t)?;
+        *lock(&self.c.write_timeout) = t;
+        Ok(())
+    }
+
+    /// The read timeout.
+    pub fn read_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(*lock(&self.c.read_timeout))
+    }
+
+    /// The write timeout.
+    pub fn write_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(*lock(&self.c.write_timeout))
+    }
+
+    /// How blocked operations wait (spin, hybrid (default), sleep).
+    pub fn set_wait_mode(&self, mode: WaitMode) {
+        *lock(&self.c.mode) = mode;
+    }
+
+    /// The current wait mode.
+    pub fn wait_mode(&self) -> WaitMode {
+        *lock(&self.c.mode)
+    }
+
+    /// The sender chunk size this side currently writes with (its buddy block;
+    /// a split halves it, a merge doubles it).
+    pub fn send_chunk(&self) -> u32 {
+        self.c.tx.alloc.load(Ordering::Relaxed)
+    }
+
+    /// The chunk size the peer last announced in a fragment header (0 before
+    /// the first fragment).
+    pub fn recv_chunk(&self) -> u32 {
+        lock(&self.c.rx).chunk
+    }
+}
+
+fn check_timeout(t: Option<Duration>) -> io::Result<()> {
+    if t == Some(Duration::ZERO) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "zero timeout"));
+    }
+    Ok(())
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.c.read(buf)
+    }
+}
+
+impl Read for &Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.c.read(buf)
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.c.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Write for &Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.c.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
