@@ -11,7 +11,7 @@
 //! model-checked in `tests/loom.rs`.
 
 use crate::raw::{self, JobHeader, Local};
-use manycore_sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use manycore_sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use manycore_sync::{Arc, CachePadded, EventCount, SpinBudget};
 use std::cell::RefCell;
 use std::ptr::NonNull;
@@ -25,17 +25,20 @@ pub(crate) const HUNGRY: usize = 1;
 /// Default number of joins between two heartbeats.
 pub const DEFAULT_MAX_SEQUENTIAL: u32 = 256;
 
-static MAX_SEQUENTIAL: AtomicU32 = AtomicU32::new(DEFAULT_MAX_SEQUENTIAL);
+// Process-wide settings and statistics are std atomics on purpose: they are
+// hints outside the steal protocol (loom's atomics cannot live in statics).
+static MAX_SEQUENTIAL: std::sync::atomic::AtomicU32 =
+    std::sync::atomic::AtomicU32::new(DEFAULT_MAX_SEQUENTIAL);
 
 /// Sets MuSE's `MAX_SEQUENTIAL`: how many joins a worker runs between two
 /// heartbeats (poll messages, serve demand). Process-wide; at least 1.
 pub fn set_max_sequential(n: u32) {
-    MAX_SEQUENTIAL.store(n.max(1), Ordering::Relaxed);
+    MAX_SEQUENTIAL.store(n.max(1), std::sync::atomic::Ordering::Relaxed);
 }
 
 /// The current `MAX_SEQUENTIAL` (see [`set_max_sequential`]).
 pub fn max_sequential() -> u32 {
-    MAX_SEQUENTIAL.load(Ordering::Relaxed)
+    MAX_SEQUENTIAL.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// What the steal protocol needs from the scheduler a worker lives in: the
