@@ -225,15 +225,16 @@ impl Pool {
 
     /// The idle hook of worker `me`: run a job handed to it, or announce demand.
     /// Returns true if it ran a job.
-    pub(crate) fn on_idle(self: &Arc<Self>, me: usize) -> bool {
-        bind(self, me);
+    pub(crate) fn on_idle(this: &Arc<Self>, me: usize) -> bool {
+        bind(this, me);
+        let this: &Self = this;
         raw::with_local(|local| {
-            if let Some(job) = self.take_job(me) {
+            if let Some(job) = this.take_job(me) {
                 local.last_poll.set(0);
-                self.run_job(job, local);
+                this.run_job(job, local);
                 true
             } else {
-                self.register(me);
+                this.register(me);
                 false
             }
         })

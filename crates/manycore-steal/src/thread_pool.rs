@@ -93,7 +93,7 @@ fn idle_loop(pool: &Arc<Pool>, me: usize, stop: &AtomicBool, spin: Duration) {
     pool::bind(pool, me);
     let ec = &pool.worker(me).ec;
     loop {
-        if pool.on_idle(me) {
+        if Pool::on_idle(pool, me) {
             continue;
         }
         // Acquire; pairs with the Release store in `Drop for ThreadPool`.
@@ -160,7 +160,7 @@ impl ThreadPool {
         if matches!(pool::current(), Some((p, _)) if Arc::ptr_eq(&p, &self.pool)) {
             return f();
         }
-        let _g = self.entry.lock().unwrap_or_else(|e| e.into_inner());
+        let guard = self.entry.lock().unwrap_or_else(|e| e.into_inner());
         let prev = pool::unbind();
         pool::bind(&self.pool, 0);
         raw::with_local(|l| l.last_poll.set(0));
@@ -169,6 +169,8 @@ impl ThreadPool {
             raw::with_local(|l| self.pool.run_job(j, l));
         }
         pool::rebind(prev);
+        // Unlock before resuming a panic, so the lock is not poisoned.
+        drop(guard);
         match r {
             Ok(r) => r,
             Err(p) => panic::resume_unwind(p),
