@@ -1,1 +1,65 @@
-//! SPSC ring of cache-line slots: the message channel of manycore (Barrelfish UMP).
+//! A single-producer single-consumer ring of cache-line slots: the message
+//! channel of manycore, after Barrelfish's UMP channels on the SCC (each
+//! message one cache line, the receiver polling the line itself) and glommio's
+//! SPSC ring.
+//!
+//! Every slot starts on its own cache line and carries a sequence word. The
+//! producer writes the payload, then publishes the slot with a Release store
+//! of its sequence; the consumer learns that a slot is full from that word, so
+//! on the fast path **neither side reads the other's index**: the only cache
+//! lines that move between cores are the slots themselves. The high 32 bits of
+//! the sequence word travel with the message as a free *tag* (manycore keeps a
+//! Lamport clock or flags there).
+//!
+//! ```
+//! let (mut tx, mut rx) = manycore_ring::channel::<u64>(4).unwrap();
+//! assert!(tx.try_push(1).is_ok());
+//! tx.try_push_tagged(2, 7).unwrap();
+//! assert_eq!(rx.try_pop(), Some(1));
+//! assert_eq!(rx.try_pop_tagged(), Some((2, 7)));
+//! assert_eq!(rx.try_pop(), None);
+//! ```
+//!
+//! Capacity is a power of two (requests are rounded up; at least 2). With a
+//! payload of up to 56 bytes (align at most 8) a slot is exactly one 64-byte line.
+
+#![warn(missing_docs)]
+
+mod raw;
+
+pub use raw::{Consumer, Producer};
+use std::fmt;
+
+/// The largest capacity a ring may have.
+pub const MAX_CAPACITY: usize = 1 << 30;
+
+/// Why a ring could not be made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RingError {
+    /// Capacity 0, or above [`MAX_CAPACITY`].
+    InvalidCapacity(usize),
+}
+
+impl fmt::Display for RingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RingError::InvalidCapacity(c) => {
+                write!(f, "ring capacity {c} is invalid (must be 1..={MAX_CAPACITY})")
+            }
+        }
+    }
+}
+
+impl std::error::Error for RingError {}
+
+/// Makes a ring with room for at least `capacity` messages (rounded up to a
+/// power of two, at least 2) and returns its two ends.
+pub fn channel<T: Send>(capacity: usize) -> Result<(Producer<T>, Consumer<T>), RingError> {
+    if capacity == 0 || capacity > MAX_CAPACITY {
+        return Err(RingError::InvalidCapacity(capacity));
+    }
+    Ok(raw::new_ring(capacity.next_power_of_two().max(2)))
+}
+
+#[cfg(test)]
+mod tests;

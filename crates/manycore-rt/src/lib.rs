@@ -1,1 +1,49 @@
-//! manycore cores, schedulers, cross-core invocations, futures.
+//! manycore-rt: cores that share nothing and cooperate through cross-core
+//! invocations carried by cache-line message rings with doorbells.
+//!
+//! This follows Barrelfish on the SCC (message channels, notification bitmap,
+//! interrupt-driven wakeup) and the cross-core invocation model of the SCC
+//! papers (asynchronous and synchronous calls, futures, continuations). A
+//! *core* is a thread pinned to one CPU of the process's original CPU set; it
+//! runs its own scheduler and idles by polling, sleeping, or both.
+//! The message and sleep protocol is in `src/README.md`.
+//!
+//! ```
+//! use manycore_rt::{Runtime, IdlePolicy};
+//!
+//! let rt = Runtime::builder().cores(2).idle(IdlePolicy::default()).build()?;
+//! // Fire and forget (asynchronous RPC).
+//! rt.core(1).spawn(|| println!("hello from core 1"))?;
+//! // Synchronous RPC: wait for the result.
+//! let sum = rt.core(0).call(|| (1..=10).sum::<u32>()).wait()?;
+//! assert_eq!(sum, 55);
+//! // A core calling another core, waiting while it keeps serving its own messages.
+//! let c1 = rt.core(1).clone();
+//! let r = rt.core(0).call(move || c1.call(|| 41).wait().unwrap() + 1).wait()?;
+//! assert_eq!(r, 42);
+//! rt.shutdown();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod core;
+mod error;
+mod executor;
+mod invocation;
+mod mailbox;
+mod raw;
+mod runtime;
+mod scheduler;
+
+pub use crate::core::{current, Core};
+pub use error::{Error, InvokeError};
+pub use invocation::Invocation;
+pub use runtime::{Builder, CoreStats, IdleHook, IdlePolicy, Runtime};
+pub use scheduler::poll_once;
+
+/// Bytes of closure that travel inline in a message (larger ones are boxed).
+pub const INLINE_CLOSURE_BYTES: usize = raw::INLINE_BYTES;
+
+#[cfg(all(test, loom))]
+mod loom_tests;

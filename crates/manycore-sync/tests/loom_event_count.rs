@@ -34,7 +34,10 @@ fn no_lost_wakeup() {
 
 #[test]
 fn two_waiters_notify_all() {
-    loom::model(|| {
+    // Three threads with retry loops: bound preemptions to keep the state space finite.
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.check(|| {
         let ec = Arc::new(EventCount::new());
         let flag = Arc::new(AtomicBool::new(false));
         let mut hs = Vec::new();

@@ -1,0 +1,242 @@
+//! `Core`: the handle through which anyone (a core, an outside thread, an
+//! async task) invokes code on one core: `spawn` (async RPC), `call` (an
+//! [`Invocation`] to wait on or await: sync RPC and futures), `call_then`
+//! (a continuation run on a core the caller names) and `spawn_async`.
+
+use crate::error::{panic_message, InvokeError};
+use crate::invocation::Invocation;
+use crate::raw::{Completion, Message};
+use crate::runtime::Shared;
+use crate::scheduler;
+use manycore_sync::atomic::Ordering;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+/// A handle to one core of a runtime. Cheap to clone, `Send + Sync`.
+#[derive(Clone)]
+pub struct Core {
+    pub(crate) shared: Arc<Shared>,
+    index: usize,
+}
+
+impl std::fmt::Debug for Core {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Core").field("runtime", &self.shared.id).field("index", &self.index).finish()
+    }
+}
+
+impl PartialEq for Core {
+    fn eq(&self, other: &Self) -> bool {
+        self.shared.id == other.shared.id && self.index == other.index
+    }
+}
+impl Eq for Core {}
+
+/// The handle of the core the calling code runs on, or None on a thread that
+/// is not a core.
+///
+/// ```
+/// let rt = manycore_rt::Runtime::builder().cores(2).build().unwrap();
+/// assert!(manycore_rt::current().is_none());
+/// let i = rt.core(1).call(|| manycore_rt::current().unwrap().index()).wait().unwrap();
+/// assert_eq!(i, 1);
+/// ```
+pub fn current() -> Option<Core> {
+    scheduler::with_local(|l| l.map(|l| Core::new(l.shared.clone(), l.index)))
+}
+
+impl Core {
+    pub(crate) fn new(shared: Arc<Shared>, index: usize) -> Self {
+        Self { shared, index }
+    }
+
+    /// This core's index in its runtime.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// The id of the runtime this core belongs to.
+    pub fn runtime_id(&self) -> u64 {
+        self.shared.id
+    }
+
+    /// Runs `f` on this core, fire and forget (asynchronous RPC). A panic in
+    /// `f` is caught and counted; the core lives on. Closures of up to 48
+    /// bytes travel inline, with no allocation.
+    ///
+    /// Fails only with [`InvokeError::Shutdown`], when called from outside the
+    /// runtime after shutdown began.
+    pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), InvokeError> {
+        self.send(Message::new(f))
+    }
+
+    /// Runs `f` on this core and returns an [`Invocation`] for its result
+    /// (synchronous RPC when waited on, a future when awaited).
+    ///
+    /// ```
+    /// let rt = manycore_rt::Runtime::builder().cores(2).build().unwrap();
+    /// let inv = rt.core(0).call(|| 6 * 7);
+    /// assert_eq!(inv.wait(), Ok(42));
+    /// let err = rt.core(1).call(|| -> u32 { panic!("boom") }).wait();
+    /// assert_eq!(err, Err(manycore_rt::InvokeError::Panicked("boom".into())));
+    /// ```
+    pub fn call<T, F>(&self, f: F) -> Invocation<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let c = Arc::new(Completion::new());
+        let completer = Completer(Some(c.clone()));
+        // A failed send drops the message, and the completer inside it
+        // resolves the invocation to Shutdown.
+        let _ = self.send(Message::new(move || {
+            let r = catch_unwind(AssertUnwindSafe(f)).map_err(|p| InvokeError::Panicked(panic_message(&*p)));
+            completer.complete(r);
+        }));
+        Invocation::new(c, self.shared.idle.spin_budget())
+    }
+
+    /// Runs `f` on this core, then runs the continuation `k` with its result
+    /// on core `on` (which may be any core of any runtime). Nobody waits.
+    ///
+    /// ```
+    /// use std::sync::mpsc;
+    /// let rt = manycore_rt::Runtime::builder().cores(2).build().unwrap();
+    /// let (tx, rx) = mpsc::channel();
+    /// rt.core(1).call_then(|| 20 + 1, rt.core(0), move |r| {
+    ///     tx.send((manycore_rt::current().unwrap().index(), r)).unwrap();
+    /// });
+    /// assert_eq!(rx.recv().unwrap(), (0, Ok(21)));
+    /// ```
+    pub fn call_then<T, F, K>(&self, f: F, on: &Core, k: K)
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+        K: FnOnce(Result<T, InvokeError>) + Send + 'static,
+    {
+        let on = on.clone();
+        let _ = self.send(Message::new(move || {
+            let r = catch_unwind(AssertUnwindSafe(f)).map_err(|p| InvokeError::Panicked(panic_message(&*p)));
+            let _ = on.spawn(move || k(r));
+        }));
+    }
+
+    /// Runs a future to completion as a task on this core (the future is
+    /// built here and moved there) and returns an [`Invocation`] for its
+    /// output. A task may await invocations on other cores.
+    ///
+    /// ```
+    /// let rt = manycore_rt::Runtime::builder().cores(2).build().unwrap();
+    /// let c1 = rt.core(1).clone();
+    /// let inv = rt.core(0).spawn_async(async move {
+    ///     let a = c1.call(|| 2).await.unwrap();
+    ///     let b = c1.call(|| 3).await.unwrap();
+    ///     a * b
+    /// });
+    /// assert_eq!(inv.wait(), Ok(6));
+    /// ```
+    pub fn spawn_async<T, Fut>(&self, fut: Fut) -> Invocation<T>
+    where
+        T: Send + 'static,
+        Fut: Future<Output = T> + Send + 'static,
+    {
+        let c = Arc::new(Completion::new());
+        let completer = Completer(Some(c.clone()));
+        let task = async move {
+            let r = crate::executor::catch_unwind_future(fut).await;
+            completer.complete(r);
+        };
+        let _ = self.send(Message::new(move || {
+            scheduler::with_local(|l| {
+                if let Some(l) = l {
+                    l.exec.spawn(l, Box::pin(task));
+                }
+            })
+        }));
+        Invocation::new(c, self.shared.idle.spin_budget())
+    }
+
+    /// Rings this core's doorbell, so that a sleeping core wakes and polls
+    /// (and runs its idle hook) once more.
+    pub fn notify(&self) {
+        self.shared.mailboxes[self.index].doorbell().notify_all();
+    }
+
+    /// Sends a message to this core from wherever we are.
+    pub(crate) fn send(&self, m: Message) -> Result<(), InvokeError> {
+        let id = self.shared.id;
+        match scheduler::with_local(|l| match l {
+            Some(l) if l.shared.id == id => {
+                l.send(self.index, m);
+                None
+            }
+            _ => Some(m),
+        }) {
+            None => Ok(()),
+            Some(m) => self.send_external(m),
+        }
+    }
+
+    /// From a thread that is not one of this runtime's cores: through a lane.
+    fn send_external(&self, m: Message) -> Result<(), InvokeError> {
+        let sh = &self.shared;
+        if sh.stopping.load(Ordering::Acquire) {
+            return Err(InvokeError::Shutdown);
+        }
+        let lane = scheduler::lane_of_this_thread(sh.lanes.len());
+        let src = sh.n + lane;
+        let mut pending = Some(m);
+        let mut backoff = manycore_sync::Backoff::new();
+        loop {
+            {
+                let mut g = sh.lanes[lane].lock().unwrap_or_else(|e| e.into_inner());
+                let Some(p) = g.producers[self.index].as_mut() else {
+                    return Err(InvokeError::Shutdown);
+                };
+                if let Some(m) = pending.take() {
+                    match p.try_push(m) {
+                        Ok(()) => g.sent += 1,
+                        Err(back) => pending = Some(back),
+                    }
+                }
+            }
+            if pending.is_none() {
+                if sh.mailboxes[self.index].announce(src) {
+                    sh.drain_parked(self.index, src);
+                }
+                return Ok(());
+            }
+            // Ring full: an outside thread is not a core and cannot spill, so it
+            // waits for the core to take messages (bounded steps, sleeping).
+            if sh.closing.load(Ordering::Acquire) {
+                return Err(InvokeError::Shutdown);
+            }
+            if backoff.is_completed() {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            } else {
+                backoff.snooze();
+            }
+        }
+    }
+}
+
+/// The callee's end of an invocation: completes it, or, if dropped unrun
+/// (the runtime shut down), resolves it to `Shutdown`.
+pub(crate) struct Completer<T>(pub(crate) Option<Arc<Completion<T>>>);
+
+impl<T> Completer<T> {
+    pub(crate) fn complete(mut self, r: Result<T, InvokeError>) {
+        if let Some(c) = self.0.take() {
+            c.complete(r);
+        }
+    }
+}
+
+impl<T> Drop for Completer<T> {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            c.complete(Err(InvokeError::Shutdown));
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! Error types: [`Error`] for building and managing a runtime, [`InvokeError`]
+//! for what can happen to an invocation.
+
+use std::fmt;
+
+/// What can go wrong with an invocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum InvokeError {
+    /// The invoked code panicked; the message is the panic's payload (if it was
+    /// a string). The core that ran it is still running.
+    Panicked(String),
+    /// The runtime was shut down before the invocation could run.
+    Shutdown,
+    /// The caller's timeout expired first; the late result will be dropped on
+    /// the core that produces it.
+    Timeout,
+    /// The result was already taken (a future polled after completion).
+    Consumed,
+}
+
+impl fmt::Display for InvokeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InvokeError::Panicked(m) => write!(f, "invoked code panicked: {m}"),
+            InvokeError::Shutdown => f.write_str("the runtime is shut down"),
+            InvokeError::Timeout => f.write_str("the invocation timed out"),
+            InvokeError::Consumed => f.write_str("the invocation's result was already taken"),
+        }
+    }
+}
+
+impl std::error::Error for InvokeError {}
+
+/// What can go wrong building or managing a runtime.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The configuration cannot work; the message says why.
+    InvalidConfig(String),
+    /// A core's thread could not be started.
+    Spawn(std::io::Error),
+    /// An idle hook is already installed on this runtime.
+    HookAlreadySet,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidConfig(m) => write!(f, "invalid runtime configuration: {m}"),
+            Error::Spawn(e) => write!(f, "could not start a core thread: {e}"),
+            Error::HookAlreadySet => f.write_str("an idle hook is already installed"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Spawn(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// Turns a panic payload into the message carried by [`InvokeError::Panicked`],
+/// and counts the panic in the current core's stats.
+pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    crate::scheduler::note_panic();
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "non-string panic payload".to_string()
+    }
+}

@@ -1,0 +1,132 @@
+//! `Invocation<T>`: the caller's end of a cross-core call. It is a
+//! `std::future::Future`, and it can also be waited on synchronously, with or
+//! without a timeout (the futures and sync RPC of the cross-core invocation
+//! paper, section III).
+
+use crate::error::InvokeError;
+use crate::raw::Completion;
+use crate::scheduler::with_local;
+use manycore_sync::SpinBudget;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+/// The pending result of [`Core::call`](crate::Core::call) or
+/// [`Core::spawn_async`](crate::Core::spawn_async).
+///
+/// Dropping it does not cancel the invocation: the result is then dropped on
+/// the core that produced it.
+#[must_use = "an Invocation does nothing unless waited on or awaited (the call runs anyway)"]
+pub struct Invocation<T> {
+    c: Arc<Completion<T>>,
+    spin: Duration,
+}
+
+impl<T> std::fmt::Debug for Invocation<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Invocation").field("finished", &self.c.is_done()).finish()
+    }
+}
+
+struct ThreadWake(std::thread::Thread);
+impl Wake for ThreadWake {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+thread_local! {
+    static THREAD_WAKER: Waker = Waker::from(Arc::new(ThreadWake(std::thread::current())));
+}
+
+impl<T> Invocation<T> {
+    pub(crate) fn new(c: Arc<Completion<T>>, spin: Duration) -> Self {
+        Self { c, spin }
+    }
+
+    /// True once the result is in.
+    pub fn is_finished(&self) -> bool {
+        self.c.is_done()
+    }
+
+    /// Blocks until the result is in. On a core, the core keeps serving its
+    /// own messages and tasks while it waits (so two cores calling each other
+    /// cannot deadlock) and idles by its policy; on any other thread it spins
+    /// for the callee's spin budget (bounded) and then parks.
+    pub fn wait(self) -> Result<T, InvokeError> {
+        self.wait_until(None)
+    }
+
+    /// Like [`wait`](Self::wait), but gives up after `timeout` with
+    /// [`InvokeError::Timeout`]; the late result is then dropped on its core.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = manycore_rt::Runtime::builder().cores(1).build().unwrap();
+    /// let slow = rt.core(0).call(|| std::thread::sleep(Duration::from_millis(200)));
+    /// assert_eq!(slow.wait_timeout(Duration::from_millis(1)), Err(manycore_rt::InvokeError::Timeout));
+    /// ```
+    pub fn wait_timeout(self, timeout: Duration) -> Result<T, InvokeError> {
+        self.wait_until(Some(Instant::now() + timeout))
+    }
+
+    /// Like [`wait`](Self::wait) with an absolute deadline.
+    pub fn wait_deadline(self, deadline: Instant) -> Result<T, InvokeError> {
+        self.wait_until(Some(deadline))
+    }
+
+    fn wait_until(self, deadline: Option<Instant>) -> Result<T, InvokeError> {
+        let done = match with_local(|l| l.map(|l| l.wait_for(&self.c, deadline))) {
+            Some(done) => done,
+            None => self.wait_on_thread(deadline),
+        };
+        if !done && !self.c.is_done() {
+            self.c.unregister();
+            return Err(InvokeError::Timeout);
+        }
+        self.c.take().unwrap_or(Err(InvokeError::Consumed))
+    }
+
+    fn wait_on_thread(&self, deadline: Option<Instant>) -> bool {
+        let mut budget = SpinBudget::new(self.spin.min(Duration::from_millis(1)));
+        while budget.spin() {
+            if self.c.is_done() {
+                return true;
+            }
+        }
+        if THREAD_WAKER.with(|w| self.c.register(w)) {
+            return true;
+        }
+        loop {
+            if self.c.is_done() {
+                return true;
+            }
+            match deadline {
+                None => std::thread::park(),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return self.c.is_done();
+                    }
+                    std::thread::park_timeout(d - now);
+                }
+            }
+        }
+    }
+}
+
+impl<T> Future for Invocation<T> {
+    type Output = Result<T, InvokeError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if self.c.is_done() || self.c.register(cx.waker()) {
+            return Poll::Ready(self.c.take().unwrap_or(Err(InvokeError::Consumed)));
+        }
+        Poll::Pending
+    }
+}

@@ -1,0 +1,93 @@
+//! The receive side every core exposes to its senders: the active-sender
+//! bitmap (the notification ring/tree of Barrelfish on the SCC, section 2.8),
+//! the doorbell (the inter-processor interrupt, here a futex EventCount), and
+//! the closed flag that tells late senders to drain their own message. The
+//! protocol is written out in `README.md` beside this file.
+
+use manycore_sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use manycore_sync::{CachePadded, EventCount};
+
+/// One destination core's mailbox. Senders read it after every publish; the
+/// receiver writes it only when it goes to sleep or clears stale bits, so in
+/// steady state it sits shared in every sender's cache.
+pub(crate) struct Mailbox {
+    inner: CachePadded<Inner>,
+}
+
+struct Inner {
+    bits: Box<[AtomicU64]>,
+    doorbell: EventCount,
+    closed: AtomicBool,
+}
+
+impl Mailbox {
+    pub(crate) fn new(sources: usize) -> Self {
+        let words = sources.div_ceil(64).max(1);
+        Self {
+            inner: CachePadded::new(Inner {
+                bits: (0..words).map(|_| AtomicU64::new(0)).collect(),
+                doorbell: EventCount::new(),
+                closed: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// Sender side, right after a message from `src` was published into its
+    /// ring: fence once, then set our active bit if the receiver cleared it,
+    /// ring the doorbell if the receiver announced sleep. Returns true if the
+    /// receiver has closed (the sender must then drain its ring itself).
+    #[inline]
+    pub(crate) fn announce(&self, src: usize) -> bool {
+        // SeqCst; pairs with the fence in `EventCount::prepare_wait` and in
+        // `clear_and_fence`: either the receiver's re-scan sees our message or
+        // we see its cleared bit / announced sleep / closed flag.
+        fence(Ordering::SeqCst);
+        let w = &self.inner.bits[src >> 6];
+        let bit = 1u64 << (src & 63);
+        if w.load(Ordering::Relaxed) & bit == 0 {
+            w.fetch_or(bit, Ordering::Relaxed);
+        }
+        self.inner.doorbell.notify_one_after_fence();
+        self.inner.closed.load(Ordering::Relaxed)
+    }
+
+    /// Number of 64-bit words in the bitmap.
+    #[inline]
+    pub(crate) fn words(&self) -> usize {
+        self.inner.bits.len()
+    }
+
+    /// Receiver: the active senders in word `i` (a hint: the ring slot's own
+    /// sequence word, read with Acquire, carries the data).
+    #[inline]
+    pub(crate) fn word(&self, i: usize) -> u64 {
+        self.inner.bits[i].load(Ordering::Relaxed)
+    }
+
+    /// Receiver: forget every active bit, then fence. The caller must re-scan
+    /// every ring afterwards (a sender that saw its bit still set skipped
+    /// setting it).
+    pub(crate) fn clear_and_fence(&self) {
+        for w in self.inner.bits.iter() {
+            if w.load(Ordering::Relaxed) != 0 {
+                w.store(0, Ordering::Relaxed);
+            }
+        }
+        // SeqCst; pairs with the fence in `announce`.
+        fence(Ordering::SeqCst);
+    }
+
+    /// The receiver's doorbell.
+    #[inline]
+    pub(crate) fn doorbell(&self) -> &EventCount {
+        &self.inner.doorbell
+    }
+
+    /// Receiver: marks the mailbox closed (the core is exiting), then fences.
+    pub(crate) fn close(&self) {
+        self.inner.closed.store(true, Ordering::Relaxed);
+        // SeqCst; pairs with the fence in `announce`: a sender that published
+        // after this either sees `closed` or its message is seen by our drain.
+        fence(Ordering::SeqCst);
+    }
+}

@@ -1,0 +1,427 @@
+//! The runtime: building cores (threads pinned to CPUs of the process's
+//! original CPU set), the state they share, and shutdown.
+
+use crate::core::Core;
+use crate::error::Error;
+use crate::mailbox::Mailbox;
+use crate::raw::Message;
+use crate::scheduler::{self, CoreLocal};
+use manycore_ring::{Consumer, Producer};
+use manycore_sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use manycore_sync::CachePadded;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How a core waits when it has nothing to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdlePolicy {
+    /// Spin on the rings: lowest latency, burns its CPU. Needs a CPU per core.
+    Poll,
+    /// Sleep on the doorbell at once (the `hlt` of the papers).
+    Sleep,
+    /// Spin for `spin`, then sleep. The default, with a 50 µs spin.
+    Hybrid {
+        /// How long to spin before sleeping.
+        spin: Duration,
+    },
+}
+
+impl Default for IdlePolicy {
+    fn default() -> Self {
+        IdlePolicy::Hybrid { spin: Duration::from_micros(50) }
+    }
+}
+
+impl IdlePolicy {
+    /// The spin budget before sleeping (`Duration::MAX` for `Poll`).
+    pub fn spin_budget(&self) -> Duration {
+        match *self {
+            IdlePolicy::Poll => Duration::MAX,
+            IdlePolicy::Sleep => Duration::ZERO,
+            IdlePolicy::Hybrid { spin } => spin,
+        }
+    }
+}
+
+/// Called by a core's scheduler whenever it finds no messages and no ready
+/// tasks, before it spins or sleeps. Extensions (work stealing) use it.
+pub trait IdleHook: Send + Sync + 'static {
+    /// Returns true if it found and did work (the core then polls again).
+    fn on_idle(&self, core: usize) -> bool;
+}
+
+/// Builds a [`Runtime`]; see [`Runtime::builder`].
+#[derive(Debug, Clone)]
+pub struct Builder {
+    cores: Option<usize>,
+    idle: IdlePolicy,
+    pin: bool,
+    ring_capacity: Option<usize>,
+    lanes: usize,
+    name: String,
+}
+
+impl Builder {
+    /// Number of cores (default: one per CPU of the process's original CPU set).
+    pub fn cores(mut self, n: usize) -> Self {
+        self.cores = Some(n);
+        self
+    }
+    /// Idle policy of every core (default [`IdlePolicy::Hybrid`]).
+    pub fn idle(mut self, policy: IdlePolicy) -> Self {
+        self.idle = policy;
+        self
+    }
+    /// Pin core i to the i-th CPU of the original CPU set (default true;
+    /// ignored, with pinning off, when there are more cores than CPUs).
+    pub fn pin(mut self, pin: bool) -> Self {
+        self.pin = pin;
+        self
+    }
+    /// Slots per ring (rounded up to a power of two; default 256 for up to 8
+    /// cores, 64 above).
+    pub fn ring_capacity(mut self, slots: usize) -> Self {
+        self.ring_capacity = Some(slots);
+        self
+    }
+    /// Rings per core for threads that are not cores (default 4, at least 1).
+    pub fn lanes(mut self, lanes: usize) -> Self {
+        self.lanes = lanes;
+        self
+    }
+    /// Prefix of the core threads' names (default "manycore").
+    pub fn name(mut self, prefix: impl Into<String>) -> Self {
+        self.name = prefix.into();
+        self
+    }
+
+    /// Starts the cores.
+    pub fn build(self) -> Result<Runtime, Error> {
+        let cpus = manycore_sync::cpu::original();
+        let n = self.cores.unwrap_or(cpus.len());
+        if n == 0 {
+            return Err(Error::InvalidConfig("a runtime needs at least one core".into()));
+        }
+        if n > 4096 {
+            return Err(Error::InvalidConfig(format!("{n} cores is more than the 4096 supported")));
+        }
+        if self.lanes == 0 {
+            return Err(Error::InvalidConfig("at least one lane is needed for outside threads".into()));
+        }
+        let oversubscribed = n > cpus.len();
+        if oversubscribed && self.idle == IdlePolicy::Poll {
+            return Err(Error::InvalidConfig(format!(
+                "IdlePolicy::Poll needs a CPU per core, but {n} cores share {} CPUs; use Sleep or Hybrid",
+                cpus.len()
+            )));
+        }
+        let cap = self.ring_capacity.unwrap_or(if n <= 8 { 256 } else { 64 });
+        if cap == 0 || cap > manycore_ring::MAX_CAPACITY {
+            return Err(Error::InvalidConfig(format!("ring capacity {cap} is out of range")));
+        }
+        let sources = n + self.lanes;
+
+        // Rings: producers[src][dst], consumers[dst][src].
+        let mut producers: Vec<Vec<Option<Producer<Message>>>> =
+            (0..sources).map(|_| (0..n).map(|_| None).collect()).collect();
+        let mut consumers: Vec<Vec<Option<Consumer<Message>>>> =
+            (0..n).map(|_| (0..sources).map(|_| None).collect()).collect();
+        for (src, row) in producers.iter_mut().enumerate() {
+            for (dst, slot) in row.iter_mut().enumerate() {
+                if src == dst {
+                    continue;
+                }
+                let (p, c) = manycore_ring::channel::<Message>(cap)
+                    .map_err(|e| Error::InvalidConfig(e.to_string()))?;
+                *slot = Some(p);
+                consumers[dst][src] = Some(c);
+            }
+        }
+        let lane_producers: Vec<Vec<Option<Producer<Message>>>> = producers.split_off(n);
+        let lanes = lane_producers
+            .into_iter()
+            .map(|ps| CachePadded::new(Mutex::new(Lane { producers: ps, sent: 0 })))
+            .collect();
+
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        let shared = Arc::new(Shared {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            n,
+            lanes,
+            idle: self.idle,
+            mailboxes: (0..n).map(|_| Mailbox::new(sources)).collect(),
+            parked: (0..n).map(|_| Mutex::new(None)).collect(),
+            states: (0..n).map(|_| CachePadded::new(CoreState::default())).collect(),
+            stopping: AtomicBool::new(false),
+            closing: AtomicBool::new(false),
+            idle_hook: OnceLock::new(),
+        });
+
+        let pin = self.pin && !oversubscribed;
+        let mut threads = Vec::with_capacity(n);
+        let mut result = Ok(());
+        for (i, (ps, cs)) in producers.into_iter().zip(consumers).enumerate() {
+            let sh = shared.clone();
+            let cpu = cpus[i % cpus.len()];
+            let spawned = std::thread::Builder::new().name(format!("{}-{i}", self.name)).spawn(move || {
+                if pin {
+                    // A failed pin is not fatal: the core still works, only unpinned.
+                    let _ = manycore_sync::cpu::pin_current(cpu);
+                }
+                scheduler::run_core(CoreLocal::new(i, sh, ps, cs));
+            });
+            match spawned {
+                Ok(h) => threads.push(h),
+                Err(e) => {
+                    result = Err(Error::Spawn(e));
+                    break;
+                }
+            }
+        }
+        let rt = Runtime {
+            cores: (0..n).map(|i| Core::new(shared.clone(), i)).collect(),
+            shared,
+            threads: Mutex::new(threads),
+        };
+        // On a failed spawn, dropping `rt` shuts down the cores that did start.
+        result.map(|()| rt)
+    }
+}
+
+/// Messages from outside threads to each core through one lane.
+pub(crate) struct Lane {
+    pub(crate) producers: Vec<Option<Producer<Message>>>,
+    pub(crate) sent: u64,
+}
+
+/// What a core publishes about itself (written only by that core).
+#[derive(Default)]
+pub(crate) struct CoreState {
+    /// `epoch << 1 | idle`: the epoch grows each time the core becomes busy.
+    pub(crate) epoch_idle: AtomicU64,
+    pub(crate) sent: AtomicU64,
+    pub(crate) received: AtomicU64,
+    pub(crate) tasks_run: AtomicU64,
+    pub(crate) panics: AtomicU64,
+    pub(crate) sleeps: AtomicU64,
+    pub(crate) asleep_ns: AtomicU64,
+}
+
+/// State shared by all cores of one runtime.
+pub(crate) struct Shared {
+    pub(crate) id: u64,
+    pub(crate) n: usize,
+    pub(crate) lanes: Box<[CachePadded<Mutex<Lane>>]>,
+    pub(crate) idle: IdlePolicy,
+    pub(crate) mailboxes: Box<[Mailbox]>,
+    /// Consumers of an exited core, for late senders to drain.
+    pub(crate) parked: Box<[Mutex<Option<Vec<Option<Consumer<Message>>>>>]>,
+    pub(crate) states: Box<[CachePadded<CoreState>]>,
+    pub(crate) stopping: AtomicBool,
+    pub(crate) closing: AtomicBool,
+    pub(crate) idle_hook: OnceLock<Arc<dyn IdleHook>>,
+}
+
+impl Shared {
+    /// Drains ring (src, dst) of an exited core, dropping what was left.
+    pub(crate) fn drain_parked(&self, dst: usize, src: usize) {
+        let mut dropped = Vec::new();
+        {
+            let mut g = self.parked[dst].lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(cs) = g.as_mut() {
+                if let Some(c) = cs[src].as_mut() {
+                    while let Some(m) = c.try_pop() {
+                        dropped.push(m);
+                    }
+                }
+            }
+        }
+        // Dropped outside the lock: a dropped call wakes its waiter, which may send.
+        drop(dropped);
+    }
+
+    /// One snapshot for the quiescence check, or None if some core is busy or
+    /// messages are in flight.
+    fn quiescent_snapshot(&self) -> Option<Vec<u64>> {
+        let mut snap = Vec::with_capacity(self.n * 3 + self.lanes.len());
+        let (mut sent, mut received) = (0u64, 0u64);
+        for st in self.states.iter() {
+            // Acquire; pairs with the Release stores a core makes on going idle.
+            let e = st.epoch_idle.load(Ordering::Acquire);
+            if e & 1 == 0 {
+                return None;
+            }
+            let (s, r) = (st.sent.load(Ordering::Acquire), st.received.load(Ordering::Acquire));
+            sent += s;
+            received += r;
+            snap.extend([e, s, r]);
+        }
+        for lane in self.lanes.iter() {
+            let s = lane.lock().unwrap_or_else(|e| e.into_inner()).sent;
+            sent += s;
+            snap.push(s);
+        }
+        (sent == received).then_some(snap)
+    }
+
+    fn wake_all(&self) {
+        for mb in self.mailboxes.iter() {
+            mb.doorbell().notify_all();
+        }
+    }
+}
+
+/// A set of cores, each a thread that runs its own scheduler and talks to the
+/// others only through message rings.
+///
+/// ```
+/// use manycore_rt::{Runtime, IdlePolicy};
+/// let rt = Runtime::builder().cores(2).idle(IdlePolicy::Sleep).build().unwrap();
+/// let two = rt.core(1).call(|| 1 + 1).wait().unwrap();
+/// assert_eq!(two, 2);
+/// rt.shutdown();
+/// ```
+pub struct Runtime {
+    shared: Arc<Shared>,
+    cores: Vec<Core>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime").field("id", &self.shared.id).field("cores", &self.shared.n).finish()
+    }
+}
+
+/// Per-core counters; see [`Runtime::stats`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CoreStats {
+    /// Messages this core sent to other cores through rings.
+    pub sent: u64,
+    /// Messages this core received through rings.
+    pub received: u64,
+    /// Async task polls run.
+    pub tasks_run: u64,
+    /// Panics caught in code this core ran.
+    pub panics: u64,
+    /// Times the core went to sleep on its doorbell.
+    pub sleeps: u64,
+    /// Total time asleep.
+    pub asleep: Duration,
+}
+
+impl Runtime {
+    /// A builder with the defaults: one core per CPU, hybrid idling, pinning on.
+    pub fn builder() -> Builder {
+        Builder { cores: None, idle: IdlePolicy::default(), pin: true, ring_capacity: None, lanes: 4, name: "manycore".into() }
+    }
+
+    /// A unique id of this runtime within the process.
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
+    /// Number of cores.
+    pub fn num_cores(&self) -> usize {
+        self.shared.n
+    }
+
+    /// The idle policy the cores use.
+    pub fn idle_policy(&self) -> IdlePolicy {
+        self.shared.idle
+    }
+
+    /// Handle of core `i`.
+    ///
+    /// # Panics
+    /// If `i >= num_cores()`, like slice indexing; use [`Runtime::try_core`] to check.
+    pub fn core(&self, i: usize) -> &Core {
+        match self.cores.get(i) {
+            Some(c) => c,
+            None => panic!("core index {i} out of range: the runtime has {} cores", self.cores.len()),
+        }
+    }
+
+    /// Handle of core `i`, or None if there is no such core.
+    pub fn try_core(&self, i: usize) -> Option<&Core> {
+        self.cores.get(i)
+    }
+
+    /// All core handles, in index order.
+    pub fn cores(&self) -> &[Core] {
+        &self.cores
+    }
+
+    /// Installs the idle hook (once per runtime).
+    pub fn set_idle_hook(&self, hook: Arc<dyn IdleHook>) -> Result<(), Error> {
+        self.shared.idle_hook.set(hook).map_err(|_| Error::HookAlreadySet)?;
+        self.shared.wake_all();
+        Ok(())
+    }
+
+    /// Counters of every core, in index order.
+    pub fn stats(&self) -> Vec<CoreStats> {
+        self.shared
+            .states
+            .iter()
+            .map(|s| CoreStats {
+                sent: s.sent.load(Ordering::Relaxed),
+                received: s.received.load(Ordering::Relaxed),
+                tasks_run: s.tasks_run.load(Ordering::Relaxed),
+                panics: s.panics.load(Ordering::Relaxed),
+                sleeps: s.sleeps.load(Ordering::Relaxed),
+                asleep: Duration::from_nanos(s.asleep_ns.load(Ordering::Relaxed)),
+            })
+            .collect()
+    }
+
+    /// True once shutdown has begun.
+    pub fn is_shut_down(&self) -> bool {
+        self.shared.stopping.load(Ordering::Acquire)
+    }
+
+    /// Stops accepting work from outside, lets the work in flight finish
+    /// (cores keep serving each other until every core is idle and no message
+    /// is in flight), then stops and joins the cores. Messages that arrive
+    /// after that are dropped, and their invocations fail with
+    /// [`InvokeError::Shutdown`](crate::InvokeError::Shutdown). Idempotent.
+    ///
+    /// Called from one of this runtime's own cores, it only begins the
+    /// shutdown (a core cannot join itself); dropping the runtime finishes it.
+    pub fn shutdown(&self) {
+        self.shared.stopping.store(true, Ordering::SeqCst);
+        self.shared.wake_all();
+        if scheduler::on_core_of(self.shared.id) {
+            return;
+        }
+        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        if threads.is_empty() {
+            return;
+        }
+        let mut pause = Duration::from_micros(20);
+        loop {
+            if let Some(a) = self.shared.quiescent_snapshot() {
+                std::thread::sleep(Duration::from_micros(200));
+                if self.shared.quiescent_snapshot().as_ref() == Some(&a) {
+                    break;
+                }
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
+        }
+        self.shared.closing.store(true, Ordering::SeqCst);
+        self.shared.wake_all();
+        let start = Instant::now();
+        for h in threads.drain(..) {
+            let _ = h.join();
+        }
+        let _ = start;
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}

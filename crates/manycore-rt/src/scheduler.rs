@@ -1,0 +1,450 @@
+//! The scheduler loop of one core: poll the rings of active senders, the
+//! local queue and the async tasks; when there is nothing, spin and/or sleep
+//! on the doorbell as the idle policy says (see `README.md` beside this file).
+
+use crate::executor::Executor;
+use crate::mailbox::Mailbox;
+use crate::raw::{Completion, Message};
+use crate::runtime::Shared;
+use manycore_ring::{Consumer, Producer};
+use manycore_sync::atomic::Ordering;
+use manycore_sync::SpinBudget;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::task::{Wake, Waker};
+use std::time::{Duration, Instant};
+
+/// Messages taken from one ring before moving on to the next.
+const BATCH: usize = 32;
+/// Empty polls (in `Poll` mode) between clearing stale active bits.
+const CLEAR_EVERY: u32 = 4096;
+
+thread_local! {
+    static LOCAL: RefCell<Option<Arc<CoreLocal>>> = const { RefCell::new(None) };
+    static LANE: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// Runs `f` with this thread's core state, if this thread is a core.
+pub(crate) fn with_local<R>(f: impl FnOnce(Option<&CoreLocal>) -> R) -> R {
+    let l = LOCAL.with(|c| c.borrow().clone());
+    f(l.as_deref())
+}
+
+/// True if the calling thread is a core of runtime `id`.
+pub(crate) fn on_core_of(id: u64) -> bool {
+    with_local(|l| l.is_some_and(|l| l.shared.id == id))
+}
+
+/// Counts a panic caught in code this core ran (for `Runtime::stats`).
+pub(crate) fn note_panic() {
+    with_local(|l| {
+        if let Some(l) = l {
+            l.note_panic();
+        }
+    })
+}
+
+/// The lane this (outside) thread always uses, so its messages stay in order.
+pub(crate) fn lane_of_this_thread(lanes: usize) -> usize {
+    LANE.with(|c| {
+        if c.get() == usize::MAX {
+            static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+            c.set(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+        }
+        c.get() % lanes
+    })
+}
+
+/// Polls the current core once: runs pending messages and ready tasks (a
+/// bounded batch from each source) and returns how many ran. On a thread
+/// that is not a core it does nothing and returns 0. Long computations on a
+/// core call this to keep cross-core invocations flowing.
+pub fn poll_once() -> usize {
+    with_local(|l| l.map_or(0, |l| l.poll()))
+}
+
+/// Everything a core owns. Lives on the core's thread (behind an `Arc` only so
+/// that `with_local` can hand out a reference while user code runs).
+pub(crate) struct CoreLocal {
+    pub(crate) index: usize,
+    pub(crate) shared: Arc<Shared>,
+    consumers: RefCell<Vec<Option<Consumer<Message>>>>,
+    producers: RefCell<Vec<Option<Producer<Message>>>>,
+    spill: RefCell<Vec<VecDeque<Message>>>,
+    spilled: Cell<usize>,
+    local: RefCell<VecDeque<Message>>,
+    pub(crate) exec: Executor,
+    sent: Cell<u64>,
+    received: Cell<u64>,
+    epoch: Cell<u64>,
+    idle: Cell<bool>,
+    waker: Waker,
+}
+
+// CoreLocal is !Sync (RefCell) and never leaves its thread; the Arc is only a
+// cheap way to hand out references from the thread-local while user code runs.
+
+struct DoorbellWaker {
+    shared: std::sync::Weak<Shared>,
+    index: usize,
+}
+
+impl Wake for DoorbellWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        if let Some(sh) = self.shared.upgrade() {
+            sh.mailboxes[self.index].doorbell().notify_all();
+        }
+    }
+}
+
+impl CoreLocal {
+    pub(crate) fn new(
+        index: usize,
+        shared: Arc<Shared>,
+        producers: Vec<Option<Producer<Message>>>,
+        consumers: Vec<Option<Consumer<Message>>>,
+    ) -> Self {
+        let n = shared.n;
+        let waker = Waker::from(Arc::new(DoorbellWaker { shared: Arc::downgrade(&shared), index }));
+        Self {
+            index,
+            consumers: RefCell::new(consumers),
+            producers: RefCell::new(producers),
+            spill: RefCell::new((0..n).map(|_| VecDeque::new()).collect()),
+            spilled: Cell::new(0),
+            local: RefCell::new(VecDeque::new()),
+            exec: Executor::new(),
+            sent: Cell::new(0),
+            received: Cell::new(0),
+            epoch: Cell::new(0),
+            idle: Cell::new(false),
+            waker,
+            shared,
+        }
+    }
+
+    fn mailbox(&self) -> &Mailbox {
+        &self.shared.mailboxes[self.index]
+    }
+
+    /// Sends `m` to core `dst` of our own runtime. Never blocks.
+    pub(crate) fn send(&self, dst: usize, m: Message) {
+        if dst == self.index {
+            self.local.borrow_mut().push_back(m);
+            return;
+        }
+        {
+            let mut spill = self.spill.borrow_mut();
+            if !spill[dst].is_empty() {
+                spill[dst].push_back(m);
+                self.spilled.set(self.spilled.get() + 1);
+                return;
+            }
+        }
+        let r = match self.producers.borrow_mut()[dst].as_mut() {
+            Some(p) => p.try_push(m),
+            None => Err(m),
+        };
+        match r {
+            Ok(()) => {
+                self.sent.set(self.sent.get() + 1);
+                if self.shared.mailboxes[dst].announce(self.index) {
+                    self.shared.drain_parked(dst, self.index);
+                }
+            }
+            Err(m) => {
+                self.spill.borrow_mut()[dst].push_back(m);
+                self.spilled.set(self.spilled.get() + 1);
+            }
+        }
+    }
+
+    /// Moves spilled messages into their rings, in order, as space allows.
+    fn flush_spills(&self) {
+        let mut spill = self.spill.borrow_mut();
+        let mut producers = self.producers.borrow_mut();
+        for (dst, q) in spill.iter_mut().enumerate() {
+            if q.is_empty() {
+                continue;
+            }
+            let Some(p) = producers[dst].as_mut() else { continue };
+            let mut moved = 0;
+            while let Some(m) = q.pop_front() {
+                if let Err(m) = p.try_push(m) {
+                    q.push_front(m);
+                    break;
+                }
+                moved += 1;
+            }
+            if moved > 0 {
+                self.spilled.set(self.spilled.get() - moved);
+                self.sent.set(self.sent.get() + moved as u64);
+                if self.shared.mailboxes[dst].announce(self.index) {
+                    self.shared.drain_parked(dst, self.index);
+                }
+            }
+        }
+    }
+
+    fn run(&self, m: Message) {
+        if catch_unwind(AssertUnwindSafe(|| m.run())).is_err() {
+            self.note_panic();
+        }
+    }
+
+    fn note_panic(&self) {
+        let st = &self.shared.states[self.index];
+        st.panics.store(st.panics.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    /// Pops and runs up to `max` messages from source `src`.
+    fn drain_ring(&self, src: usize, max: usize) -> usize {
+        let mut n = 0;
+        while n < max {
+            let m = match self.consumers.borrow_mut()[src].as_mut() {
+                Some(c) => c.try_pop(),
+                None => None,
+            };
+            match m {
+                Some(m) => {
+                    n += 1;
+                    self.run(m);
+                }
+                None => break,
+            }
+        }
+        self.received.set(self.received.get() + n as u64);
+        n
+    }
+
+    fn run_local(&self, max: usize) -> usize {
+        let mut n = 0;
+        while n < max {
+            let m = self.local.borrow_mut().pop_front();
+            match m {
+                Some(m) => {
+                    n += 1;
+                    self.run(m);
+                }
+                None => break,
+            }
+        }
+        n
+    }
+
+    /// One scheduling round. Returns how much work ran.
+    pub(crate) fn poll(&self) -> usize {
+        if self.spilled.get() > 0 {
+            self.flush_spills();
+        }
+        let mut n = 0;
+        let mb = self.mailbox();
+        for w in 0..mb.words() {
+            let mut bits = mb.word(w);
+            while bits != 0 {
+                let src = w * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                n += self.drain_ring(src, BATCH);
+            }
+        }
+        n += self.run_local(BATCH);
+        n += self.exec.run_ready(self, BATCH);
+        if n > 0 {
+            self.set_busy();
+        }
+        n
+    }
+
+    /// Scans every ring (not only active ones) and runs what it finds.
+    fn poll_all(&self) -> usize {
+        let sources = self.consumers.borrow().len();
+        let mut n = 0;
+        for src in 0..sources {
+            n += self.drain_ring(src, BATCH);
+        }
+        if n > 0 {
+            self.set_busy();
+        }
+        n + self.poll()
+    }
+
+    /// True if any ring, queue or task has work, without running it.
+    fn has_work(&self) -> bool {
+        self.spilled.get() > 0
+            || !self.local.borrow().is_empty()
+            || self.exec.has_ready()
+            || self.consumers.borrow().iter().flatten().any(|c| !c.is_empty())
+    }
+
+    fn set_busy(&self) {
+        if self.idle.get() {
+            self.idle.set(false);
+            self.epoch.set(self.epoch.get() + 1);
+            let st = &self.shared.states[self.index];
+            st.epoch_idle.store(self.epoch.get() << 1, Ordering::Release);
+        }
+    }
+
+    /// Publishes counters and marks the core idle; call only after a full
+    /// scan found nothing.
+    fn set_idle(&self) {
+        if !self.idle.get() {
+            let st = &self.shared.states[self.index];
+            // Release; pairs with the Acquire loads of the quiescence check.
+            st.sent.store(self.sent.get(), Ordering::Release);
+            st.received.store(self.received.get(), Ordering::Release);
+            st.epoch_idle.store((self.epoch.get() << 1) | 1, Ordering::Release);
+            self.idle.set(true);
+        }
+    }
+
+    /// Clears stale active bits, fences, and re-scans every ring.
+    fn refresh_bits(&self) -> usize {
+        self.mailbox().clear_and_fence();
+        self.poll_all()
+    }
+
+    /// The sleep protocol (README.md): announce, re-check everything, wait.
+    /// `done` is an extra condition (a waited-for invocation). Returns after a
+    /// wakeup, a timeout, or if work was found while announcing.
+    fn sleep(&self, done: &dyn Fn() -> bool, deadline: Option<Instant>) {
+        let mb = self.mailbox();
+        mb.clear_and_fence();
+        let key = mb.doorbell().prepare_wait();
+        if self.has_work() || done() || self.shared.closing.load(Ordering::Acquire) {
+            mb.doorbell().cancel_wait();
+            // The bits were just cleared: a ring with work may have no bit set,
+            // so scan every ring rather than leave it to `poll`.
+            self.poll_all();
+            return;
+        }
+        self.set_idle();
+        let t0 = Instant::now();
+        // While stopping, wake now and then so that the shutdown can progress.
+        let cap = if self.shared.stopping.load(Ordering::Acquire) { Some(t0 + Duration::from_millis(1)) } else { None };
+        let until = match (deadline, cap) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match until {
+            Some(u) => {
+                mb.doorbell().wait_timeout(key, u.saturating_duration_since(t0));
+            }
+            None => mb.doorbell().wait(key),
+        }
+        let st = &self.shared.states[self.index];
+        st.sleeps.store(st.sleeps.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        st.asleep_ns.store(st.asleep_ns.load(Ordering::Relaxed) + t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        // Bits were cleared: look at every ring once.
+        self.poll_all();
+    }
+
+    /// Waits (on this core) until `c` completes, serving this core's own
+    /// messages meanwhile. Returns false if `deadline` passed first.
+    pub(crate) fn wait_for<T>(&self, c: &Completion<T>, deadline: Option<Instant>) -> bool {
+        let mut budget = SpinBudget::new(self.shared.idle.spin_budget());
+        let mut empty = 0u32;
+        loop {
+            if c.is_done() {
+                return true;
+            }
+            if self.poll() > 0 {
+                budget.reset();
+                continue;
+            }
+            if c.is_done() {
+                return true;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return false;
+            }
+            empty = empty.wrapping_add(1);
+            if empty % CLEAR_EVERY == 0 {
+                self.refresh_bits();
+            }
+            if budget.spin() {
+                continue;
+            }
+            if c.register(&self.waker) {
+                return true;
+            }
+            self.sleep(&|| c.is_done(), deadline);
+            budget.reset();
+        }
+    }
+}
+
+/// The body of a core's thread.
+pub(crate) fn run_core(local: CoreLocal) {
+    let local = Arc::new(local);
+    LOCAL.with(|c| *c.borrow_mut() = Some(local.clone()));
+    let l = &*local;
+    let policy_spin = l.shared.idle.spin_budget();
+    let mut budget = SpinBudget::new(policy_spin);
+    let mut empty = 0u32;
+    loop {
+        if l.poll() > 0 {
+            budget.reset();
+            continue;
+        }
+        if l.shared.closing.load(Ordering::Acquire) {
+            break;
+        }
+        if let Some(h) = l.shared.idle_hook.get() {
+            if h.on_idle(l.index) {
+                budget.reset();
+                continue;
+            }
+        }
+        empty = empty.wrapping_add(1);
+        if empty % CLEAR_EVERY == 0 {
+            if l.refresh_bits() > 0 {
+                continue;
+            }
+            if !l.has_work() {
+                l.set_idle();
+            }
+        }
+        if budget.spin() {
+            continue;
+        }
+        l.sleep(&|| false, None);
+        budget.reset();
+    }
+    // Leave the thread-local first: whatever dropping leftovers sends now goes
+    // the outside way, which refuses (the runtime is stopping).
+    LOCAL.with(|c| c.borrow_mut().take());
+    exit_core(l);
+    drop(local);
+}
+
+/// Closes the mailbox, parks the consumers for late senders, and drops what
+/// is left (each dropped call resolves to `Shutdown`).
+fn exit_core(l: &CoreLocal) {
+    l.mailbox().close();
+    let consumers = std::mem::take(&mut *l.consumers.borrow_mut());
+    let mut leftovers = Vec::new();
+    {
+        let mut g = l.shared.parked[l.index].lock().unwrap_or_else(|e| e.into_inner());
+        let mut cs = consumers;
+        for c in cs.iter_mut().flatten() {
+            while let Some(m) = c.try_pop() {
+                leftovers.push(m);
+            }
+        }
+        *g = Some(cs);
+    }
+    drop(leftovers);
+    let local: Vec<Message> = l.local.borrow_mut().drain(..).collect();
+    drop(local);
+    let spill: Vec<VecDeque<Message>> = std::mem::take(&mut *l.spill.borrow_mut());
+    drop(spill);
+    l.exec.clear();
+    // Our producers: drop them now so that their rings' leftovers can go.
+    l.producers.borrow_mut().clear();
+}

@@ -1,0 +1,91 @@
+//! Errors: panics reach the caller and the core lives on; calls after shutdown
+//! fail; dropping a runtime with calls in flight never hangs or loses a result.
+use manycore_rt::{IdlePolicy, InvokeError, Runtime};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[test]
+fn panic_in_call_reaches_caller_and_core_lives() {
+    let rt = Runtime::builder().cores(2).build().unwrap();
+    for _ in 0..3 {
+        let r = rt.core(1).call(|| -> u8 { panic!("bad input {}", 7) }).wait();
+        assert_eq!(r, Err(InvokeError::Panicked("bad input 7".into())));
+        assert_eq!(rt.core(1).call(|| 1).wait(), Ok(1));
+    }
+    // A panic in fire-and-forget work is counted, and the core still runs.
+    rt.core(1).spawn(|| panic!("spawned")).unwrap();
+    assert_eq!(rt.core(1).call(|| 2).wait(), Ok(2));
+    assert_eq!(rt.stats()[1].panics, 4);
+    assert_eq!(rt.stats()[0].panics, 0);
+    // A panic inside an async task reaches its invocation.
+    let r = rt.core(0).spawn_async(async { panic!("in task") }).wait();
+    assert_eq!(r, Err::<(), _>(InvokeError::Panicked("in task".into())));
+}
+
+#[test]
+fn calls_after_shutdown_fail() {
+    let rt = Runtime::builder().cores(2).build().unwrap();
+    let c = rt.core(0).clone();
+    rt.shutdown();
+    rt.shutdown(); // idempotent
+    assert_eq!(c.call(|| 1).wait(), Err(InvokeError::Shutdown));
+    assert_eq!(c.spawn(|| ()), Err(InvokeError::Shutdown));
+    assert_eq!(c.spawn_async(async { 1 }).wait(), Err(InvokeError::Shutdown));
+    drop(rt);
+    assert_eq!(c.call(|| 1).wait_timeout(Duration::from_secs(30)), Err(InvokeError::Shutdown));
+}
+
+#[test]
+fn drop_with_calls_in_flight_resolves_every_call() {
+    for p in [IdlePolicy::Sleep, IdlePolicy::default()] {
+        let rt = Runtime::builder().cores(2).idle(p).ring_capacity(4).build().unwrap();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let mut invs = Vec::new();
+        for i in 0..2000usize {
+            let r = ran.clone();
+            let c1 = rt.core(1).clone();
+            // Work that itself sends more work across cores.
+            invs.push(rt.core(i % 2).call(move || {
+                let r2 = r.clone();
+                c1.spawn(move || {
+                    r2.fetch_add(1, Ordering::SeqCst);
+                })
+                .unwrap();
+                r.fetch_add(1, Ordering::SeqCst);
+                i
+            }));
+        }
+        drop(rt);
+        // Shutdown drains: everything accepted before it ran.
+        for (i, inv) in invs.into_iter().enumerate() {
+            assert_eq!(inv.wait_timeout(Duration::from_secs(30)), Ok(i));
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 4000);
+    }
+}
+
+#[test]
+fn dropped_invocation_result_is_freed() {
+    let rt = Runtime::builder().cores(1).build().unwrap();
+    let token = Arc::new(());
+    let t2 = token.clone();
+    drop(rt.core(0).call(move || t2));
+    rt.core(0).call(|| ()).wait().unwrap();
+    drop(rt);
+    assert_eq!(Arc::strong_count(&token), 1);
+}
+
+#[test]
+fn wait_timeout_then_late_result_is_dropped() {
+    let rt = Runtime::builder().cores(1).idle(IdlePolicy::Sleep).build().unwrap();
+    let token = Arc::new(());
+    let t2 = token.clone();
+    let inv = rt.core(0).call(move || {
+        std::thread::sleep(Duration::from_millis(30));
+        t2
+    });
+    assert_eq!(inv.wait_timeout(Duration::from_millis(1)).err(), Some(InvokeError::Timeout));
+    rt.core(0).call(|| ()).wait().unwrap();
+    assert_eq!(Arc::strong_count(&token), 1);
+}

@@ -1,0 +1,163 @@
+//! Public-API smoke tests: every invocation form, on every idle policy.
+use manycore_rt::{current, poll_once, Error, IdlePolicy, InvokeError, Runtime};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+fn policies() -> [IdlePolicy; 3] {
+    [IdlePolicy::Sleep, IdlePolicy::default(), IdlePolicy::Hybrid { spin: Duration::from_micros(5) }]
+}
+
+#[test]
+fn call_spawn_and_current_on_every_policy() {
+    for p in policies() {
+        let rt = Runtime::builder().cores(2).idle(p).build().unwrap();
+        assert_eq!(rt.num_cores(), 2);
+        assert_eq!(rt.idle_policy(), p);
+        for i in 0..2 {
+            assert_eq!(rt.core(i).call(move || current().unwrap().index() * 10 + i).wait(), Ok(i * 11));
+        }
+        let (tx, rx) = mpsc::channel();
+        rt.core(1).spawn(move || tx.send(current().unwrap().index()).unwrap()).unwrap();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(20)).unwrap(), 1);
+        rt.shutdown();
+        assert!(rt.is_shut_down());
+    }
+}
+
+#[test]
+fn outside_threads_are_not_cores() {
+    assert!(current().is_none());
+    assert_eq!(poll_once(), 0);
+}
+
+#[test]
+fn nested_calls_between_cores_do_not_deadlock() {
+    let rt = Runtime::builder().cores(2).idle(IdlePolicy::Sleep).build().unwrap();
+    let c0 = rt.core(0).clone();
+    let c1 = rt.core(1).clone();
+    // core 0 -> core 1 -> core 0 -> core 1: each waiter keeps serving its rings.
+    let r = rt
+        .core(0)
+        .call(move || {
+            let c0b = c0.clone();
+            let c1b = c1.clone();
+            c1.call(move || c0b.call(move || c1b.call(|| 5).wait().unwrap() + 1).wait().unwrap() + 1).wait().unwrap()
+        })
+        .wait();
+    assert_eq!(r, Ok(7));
+}
+
+#[test]
+fn a_core_can_call_itself() {
+    let rt = Runtime::builder().cores(1).build().unwrap();
+    let r = rt.core(0).call(|| current().unwrap().call(|| 3).wait().unwrap() * 2).wait();
+    assert_eq!(r, Ok(6));
+}
+
+#[test]
+fn call_then_runs_continuation_on_named_core() {
+    let rt = Runtime::builder().cores(2).build().unwrap();
+    let (tx, rx) = mpsc::channel();
+    let tx2 = tx.clone();
+    rt.core(0).call_then(|| 1 + 1, rt.core(1), move |r| tx.send((current().unwrap().index(), r)).unwrap());
+    rt.core(0).call_then(|| -> i32 { panic!("cont") }, rt.core(0), move |r| tx2.send((9, r)).unwrap());
+    let mut got = vec![rx.recv().unwrap(), rx.recv().unwrap()];
+    got.sort_by_key(|g| g.0);
+    assert_eq!(got[0], (1, Ok(2)));
+    assert_eq!(got[1], (9, Err(InvokeError::Panicked("cont".into()))));
+}
+
+#[test]
+fn async_tasks_await_other_cores() {
+    let rt = Runtime::builder().cores(3).idle(IdlePolicy::Sleep).build().unwrap();
+    let cores: Vec<_> = rt.cores().to_vec();
+    let inv = rt.core(0).spawn_async(async move {
+        let mut sum = 0;
+        for round in 0..50 {
+            let a = cores[1].call(move || round).await.unwrap();
+            let b = cores[2].call(move || round * 2).await.unwrap();
+            // A task can also await a task on another core.
+            let c = cores[1].spawn_async(async move { round * 3 }).await.unwrap();
+            sum += a + b + c;
+        }
+        sum
+    });
+    assert_eq!(inv.wait(), Ok((0..50).map(|r| r * 6).sum()));
+    let st = rt.stats();
+    assert!(st[0].tasks_run > 0);
+}
+
+#[test]
+fn invocation_is_a_future_outside_too() {
+    // Polled by a trivial block_on on a plain thread.
+    let rt = Runtime::builder().cores(1).build().unwrap();
+    let inv = rt.core(0).call(|| "hi".to_string());
+    let out = block_on(inv);
+    assert_eq!(out.as_deref(), Ok("hi"));
+}
+
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    use std::task::{Context, Poll, Wake, Waker};
+    struct T(std::thread::Thread);
+    impl Wake for T {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark()
+        }
+    }
+    let w = Waker::from(Arc::new(T(std::thread::current())));
+    let mut cx = Context::from_waker(&w);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park();
+    }
+}
+
+#[test]
+fn config_errors_are_typed() {
+    assert!(matches!(Runtime::builder().cores(0).build(), Err(Error::InvalidConfig(_))));
+    assert!(matches!(Runtime::builder().cores(1).lanes(0).build(), Err(Error::InvalidConfig(_))));
+    let many = manycore_sync::cpu::original().len() + 1;
+    let e = Runtime::builder().cores(many).idle(IdlePolicy::Poll).build().unwrap_err();
+    assert!(e.to_string().contains("Poll"), "{e}");
+    assert!(Runtime::builder().cores(2).build().unwrap().try_core(2).is_none());
+}
+
+#[test]
+fn more_cores_than_cpus_work() {
+    let n = manycore_sync::cpu::original().len() * 3;
+    let rt = Runtime::builder().cores(n).idle(IdlePolicy::Sleep).build().unwrap();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let invs: Vec<_> = (0..n)
+        .map(|i| {
+            let h = hits.clone();
+            rt.core(i).call(move || h.fetch_add(1, Ordering::SeqCst))
+        })
+        .collect();
+    for inv in invs {
+        inv.wait().unwrap();
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), n);
+}
+
+#[test]
+fn idle_hook_runs_when_idle() {
+    struct H(AtomicUsize);
+    impl manycore_rt::IdleHook for H {
+        fn on_idle(&self, _core: usize) -> bool {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            false
+        }
+    }
+    let rt = Runtime::builder().cores(2).idle(IdlePolicy::Sleep).build().unwrap();
+    let h = Arc::new(H(AtomicUsize::new(0)));
+    rt.set_idle_hook(h.clone()).unwrap();
+    assert!(matches!(rt.set_idle_hook(h.clone()), Err(Error::HookAlreadySet)));
+    rt.core(1).notify();
+    rt.core(0).call(|| ()).wait().unwrap();
+    rt.core(1).call(|| ()).wait().unwrap();
+    assert!(h.0.load(Ordering::SeqCst) > 0);
+}
