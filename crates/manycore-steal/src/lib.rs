@@ -66,6 +66,8 @@ pub use pool::{
     max_poll_gap, max_sequential, measure_poll_gaps, set_max_sequential, StealStats,
     DEFAULT_MAX_SEQUENTIAL,
 };
+#[cfg(not(loom))]
+pub use rt::{attach, steal_stats, StealExt};
 pub use scope::{scope, Scope};
 pub use thread_pool::{ThreadPool, ThreadPoolBuilder};
 
