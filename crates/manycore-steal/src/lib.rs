@@ -56,6 +56,8 @@
 //! ```
 
 mod pool;
+#[doc(hidden)]
+pub mod probe;
 mod raw;
 #[cfg(not(loom))]
 mod rt;
