@@ -33,7 +33,11 @@ impl Record {
 
     /// The record as one line of JSON (no trailing newline).
     pub fn to_json(&self) -> String {
-        let v = if self.value.is_finite() { format!("{}", self.value) } else { "null".into() };
+        let v = if self.value.is_finite() {
+            format!("{}", self.value)
+        } else {
+            "null".into()
+        };
         format!(
             "{{\"bench\":{},\"case\":{},\"impl\":{},\"metric\":{},\"value\":{},\"unit\":{}}}",
             json_str(&self.bench),

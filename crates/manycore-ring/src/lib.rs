@@ -44,7 +44,10 @@ impl fmt::Display for RingError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             RingError::InvalidCapacity(c) => {
-                write!(f, "ring capacity {c} is invalid (must be 1..={MAX_CAPACITY})")
+                write!(
+                    f,
+                    "ring capacity {c} is invalid (must be 1..={MAX_CAPACITY})"
+                )
             }
         }
     }

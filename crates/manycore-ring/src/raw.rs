@@ -54,10 +54,22 @@ impl<T> Drop for Buffer<T> {
 pub(crate) fn new_ring<T: Send>(cap: usize) -> (Producer<T>, Consumer<T>) {
     debug_assert!(cap.is_power_of_two() && cap >= 2);
     let slots: Box<[Slot<T>]> = (0..cap)
-        .map(|i| Slot { seq: AtomicU64::new(i as u64), val: UnsafeCell::new(MaybeUninit::uninit()) })
+        .map(|i| Slot {
+            seq: AtomicU64::new(i as u64),
+            val: UnsafeCell::new(MaybeUninit::uninit()),
+        })
         .collect();
-    let buf = Arc::new(Buffer { slots, mask: cap as u64 - 1 });
-    (Producer { buf: buf.clone(), pos: 0 }, Consumer { buf, pos: 0 })
+    let buf = Arc::new(Buffer {
+        slots,
+        mask: cap as u64 - 1,
+    });
+    (
+        Producer {
+            buf: buf.clone(),
+            pos: 0,
+        },
+        Consumer { buf, pos: 0 },
+    )
 }
 
 /// The sending end of a ring. Not `Clone`: exactly one producer.
@@ -74,12 +86,18 @@ pub struct Consumer<T> {
 
 impl<T> fmt::Debug for Producer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Producer").field("pos", &self.pos).field("capacity", &self.capacity()).finish()
+        f.debug_struct("Producer")
+            .field("pos", &self.pos)
+            .field("capacity", &self.capacity())
+            .finish()
     }
 }
 impl<T> fmt::Debug for Consumer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Consumer").field("pos", &self.pos).field("capacity", &self.capacity()).finish()
+        f.debug_struct("Consumer")
+            .field("pos", &self.pos)
+            .field("capacity", &self.capacity())
+            .finish()
     }
 }
 
@@ -118,7 +136,10 @@ impl<T> Producer<T> {
         let next = self.pos.wrapping_add(1);
         // Release; pairs with the Acquire in `Consumer::try_pop_tagged`: the
         // payload written above is visible to whoever sees this sequence.
-        slot.seq.store(((tag as u64) << 32) | (next as u32 as u64), Ordering::Release);
+        slot.seq.store(
+            ((tag as u64) << 32) | (next as u32 as u64),
+            Ordering::Release,
+        );
         self.pos = next;
         Ok(())
     }

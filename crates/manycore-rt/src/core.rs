@@ -22,7 +22,10 @@ pub struct Core {
 
 impl std::fmt::Debug for Core {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Core").field("runtime", &self.shared.id).field("index", &self.index).finish()
+        f.debug_struct("Core")
+            .field("runtime", &self.shared.id)
+            .field("index", &self.index)
+            .finish()
     }
 }
 
@@ -91,7 +94,8 @@ impl Core {
         // A failed send drops the message, and the completer inside it
         // resolves the invocation to Shutdown.
         let _ = self.send(Message::new(move || {
-            let r = catch_unwind(AssertUnwindSafe(f)).map_err(|p| InvokeError::Panicked(panic_message(&*p)));
+            let r = catch_unwind(AssertUnwindSafe(f))
+                .map_err(|p| InvokeError::Panicked(panic_message(&*p)));
             completer.complete(r);
         }));
         Invocation::new(c, self.shared.idle.spin_budget())
@@ -117,7 +121,8 @@ impl Core {
     {
         let on = on.clone();
         let _ = self.send(Message::new(move || {
-            let r = catch_unwind(AssertUnwindSafe(f)).map_err(|p| InvokeError::Panicked(panic_message(&*p)));
+            let r = catch_unwind(AssertUnwindSafe(f))
+                .map_err(|p| InvokeError::Panicked(panic_message(&*p)));
             let _ = on.spawn(move || k(r));
         }));
     }

@@ -72,13 +72,21 @@ pub(crate) struct Executor {
 
 impl Executor {
     pub(crate) fn new() -> Self {
-        Self { tasks: RefCell::new(Vec::new()), free: RefCell::new(Vec::new()), ready: RefCell::new(VecDeque::new()) }
+        Self {
+            tasks: RefCell::new(Vec::new()),
+            free: RefCell::new(Vec::new()),
+            ready: RefCell::new(VecDeque::new()),
+        }
     }
 
     pub(crate) fn spawn(&self, l: &CoreLocal, fut: Task) {
         let id = self.free.borrow_mut().pop().unwrap_or_else(|| {
             let mut t = self.tasks.borrow_mut();
-            t.push(Slot { gen: 0, fut: None, header: None });
+            t.push(Slot {
+                gen: 0,
+                fut: None,
+                header: None,
+            });
             t.len() - 1
         });
         let mut tasks = self.tasks.borrow_mut();
@@ -97,7 +105,11 @@ impl Executor {
     }
 
     fn make_ready(&self, id: usize, gen: u32) {
-        let live = self.tasks.borrow().get(id).is_some_and(|s| s.gen == gen && s.fut.is_some());
+        let live = self
+            .tasks
+            .borrow()
+            .get(id)
+            .is_some_and(|s| s.gen == gen && s.fut.is_some());
         if live {
             self.ready.borrow_mut().push_back((id, gen));
         }
@@ -111,7 +123,9 @@ impl Executor {
     pub(crate) fn run_ready(&self, l: &CoreLocal, max: usize) -> usize {
         let mut n = 0;
         while n < max {
-            let Some((id, gen)) = self.ready.borrow_mut().pop_front() else { break };
+            let Some((id, gen)) = self.ready.borrow_mut().pop_front() else {
+                break;
+            };
             let taken = {
                 let mut tasks = self.tasks.borrow_mut();
                 match tasks.get_mut(id) {
@@ -119,7 +133,9 @@ impl Executor {
                     _ => None,
                 }
             };
-            let Some((mut fut, header)) = taken else { continue };
+            let Some((mut fut, header)) = taken else {
+                continue;
+            };
             n += 1;
             // Release; pairs with the AcqRel swap in `wake_by_ref`.
             header.queued.store(false, Ordering::Release);
@@ -127,7 +143,8 @@ impl Executor {
             let mut cx = Context::from_waker(&waker);
             // The task wrapper catches panics of user code itself; this catch
             // only guards the core against a panicking waker or destructor.
-            let done = catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx).is_ready())).unwrap_or(true);
+            let done = catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx).is_ready()))
+                .unwrap_or(true);
             let mut tasks = self.tasks.borrow_mut();
             let s = &mut tasks[id];
             if done {
@@ -142,7 +159,10 @@ impl Executor {
         }
         if n > 0 {
             let st = &l.shared.states[l.index];
-            st.tasks_run.store(st.tasks_run.load(Ordering::Relaxed) + n as u64, Ordering::Relaxed);
+            st.tasks_run.store(
+                st.tasks_run.load(Ordering::Relaxed) + n as u64,
+                Ordering::Relaxed,
+            );
         }
         n
     }
@@ -159,10 +179,12 @@ impl Executor {
 /// Runs a future, turning a panic in any of its polls into `Panicked`.
 pub(crate) async fn catch_unwind_future<F: Future>(fut: F) -> Result<F::Output, InvokeError> {
     let mut fut = std::pin::pin!(fut);
-    std::future::poll_fn(move |cx| match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
-        Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
-        Ok(Poll::Pending) => Poll::Pending,
-        Err(p) => Poll::Ready(Err(InvokeError::Panicked(panic_message(&*p)))),
-    })
+    std::future::poll_fn(
+        move |cx| match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(p) => Poll::Ready(Err(InvokeError::Panicked(panic_message(&*p)))),
+        },
+    )
     .await
 }

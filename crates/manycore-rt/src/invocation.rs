@@ -26,7 +26,9 @@ pub struct Invocation<T> {
 
 impl<T> std::fmt::Debug for Invocation<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Invocation").field("finished", &self.c.is_done()).finish()
+        f.debug_struct("Invocation")
+            .field("finished", &self.c.is_done())
+            .finish()
     }
 }
 

@@ -71,7 +71,11 @@ fn sticky_bit_cleared_concurrently() {
         t.join().unwrap();
         if seen_in_scan.is_none() {
             // Then the sender must have seen the cleared bit and set it again.
-            assert_ne!(mb.word(0) & 1, 0, "message stranded: bit clear and scan missed it");
+            assert_ne!(
+                mb.word(0) & 1,
+                0,
+                "message stranded: bit clear and scan missed it"
+            );
             assert_eq!(rx.try_pop(), Some(2));
         }
     });
@@ -96,8 +100,14 @@ fn completion_against_waiter() {
         let c = loom::sync::Arc::new(Completion::<u32>::new());
         let c2 = c.clone();
         let t = thread::spawn(move || c2.complete(Ok(5)));
-        let w1 = Waker::from(Arc::new(FlagWake { woken: Default::default(), thread: thread::current() }));
-        let w2 = Waker::from(Arc::new(FlagWake { woken: Default::default(), thread: thread::current() }));
+        let w1 = Waker::from(Arc::new(FlagWake {
+            woken: Default::default(),
+            thread: thread::current(),
+        }));
+        let w2 = Waker::from(Arc::new(FlagWake {
+            woken: Default::default(),
+            thread: thread::current(),
+        }));
         if !c.register(&w1) && !c.register(&w2) {
             while !c.is_done() {
                 thread::park();
@@ -120,7 +130,10 @@ fn timeout_races_result() {
         let (c2, tok2) = (c.clone(), token.clone());
         let t = thread::spawn(move || c2.complete(Ok(tok2)));
         let woken = loom::sync::Arc::new(AtomicBool::new(false));
-        let w = Waker::from(Arc::new(FlagWake { woken: woken.clone(), thread: thread::current() }));
+        let w = Waker::from(Arc::new(FlagWake {
+            woken: woken.clone(),
+            thread: thread::current(),
+        }));
         let done_at_register = c.register(&w);
         // The timeout fires: withdraw.
         c.unregister();
@@ -131,7 +144,11 @@ fn timeout_races_result() {
         }
         drop(r);
         drop(c);
-        assert_eq!(loom::sync::Arc::strong_count(&token), 1, "the result leaked");
+        assert_eq!(
+            loom::sync::Arc::strong_count(&token),
+            1,
+            "the result leaked"
+        );
         let _ = Err::<(), _>(InvokeError::Timeout);
     });
 }

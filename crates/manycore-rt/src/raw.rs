@@ -35,12 +35,18 @@ impl Message {
         if Self::fits::<F>() {
             // SAFETY: `fits` checked that F's size and alignment fit the payload.
             unsafe { payload.as_mut_ptr().cast::<F>().write(f) };
-            Message { shim: inline_shim::<F>, payload }
+            Message {
+                shim: inline_shim::<F>,
+                payload,
+            }
         } else {
             let boxed = Box::into_raw(Box::new(f));
             // SAFETY: a pointer fits and is aligned in a payload of usizes.
             unsafe { payload.as_mut_ptr().cast::<*mut F>().write(boxed) };
-            Message { shim: boxed_shim::<F>, payload }
+            Message {
+                shim: boxed_shim::<F>,
+                payload,
+            }
         }
     }
 
@@ -117,7 +123,11 @@ unsafe impl<T: Send> Send for Completion<T> {}
 
 impl<T> Completion<T> {
     pub(crate) fn new() -> Self {
-        Self { state: AtomicU32::new(0), value: UnsafeCell::new(None), waker: UnsafeCell::new(None) }
+        Self {
+            state: AtomicU32::new(0),
+            value: UnsafeCell::new(None),
+            waker: UnsafeCell::new(None),
+        }
     }
 
     /// Stores the result and wakes a registered waiter. Called at most once.
@@ -167,7 +177,11 @@ impl<T> Completion<T> {
         if s & WAITER != 0 {
             // Withdraw the old registration; fails only if DONE arrived meanwhile.
             // Acquire on failure; pairs with the completer's Release.
-            if self.state.compare_exchange(WAITER, 0, Ordering::Acquire, Ordering::Acquire).is_err() {
+            if self
+                .state
+                .compare_exchange(WAITER, 0, Ordering::Acquire, Ordering::Acquire)
+                .is_err()
+            {
                 return true;
             }
         }
@@ -181,7 +195,11 @@ impl<T> Completion<T> {
 
     /// Withdraws a registration (after a timeout), dropping the stored waker.
     pub(crate) fn unregister(&self) {
-        if self.state.compare_exchange(WAITER, 0, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+        if self
+            .state
+            .compare_exchange(WAITER, 0, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
             // SAFETY: we cleared WAITER while DONE was clear: the completer will
             // not read the waker cell.
             drop(self.waker.with_mut(|p| unsafe { (*p).take() }));

@@ -29,7 +29,9 @@ pub enum IdlePolicy {
 
 impl Default for IdlePolicy {
     fn default() -> Self {
-        IdlePolicy::Hybrid { spin: Duration::from_micros(50) }
+        IdlePolicy::Hybrid {
+            spin: Duration::from_micros(50),
+        }
     }
 }
 
@@ -101,13 +103,19 @@ impl Builder {
         let cpus = manycore_sync::cpu::original();
         let n = self.cores.unwrap_or(cpus.len());
         if n == 0 {
-            return Err(Error::InvalidConfig("a runtime needs at least one core".into()));
+            return Err(Error::InvalidConfig(
+                "a runtime needs at least one core".into(),
+            ));
         }
         if n > 4096 {
-            return Err(Error::InvalidConfig(format!("{n} cores is more than the 4096 supported")));
+            return Err(Error::InvalidConfig(format!(
+                "{n} cores is more than the 4096 supported"
+            )));
         }
         if self.lanes == 0 {
-            return Err(Error::InvalidConfig("at least one lane is needed for outside threads".into()));
+            return Err(Error::InvalidConfig(
+                "at least one lane is needed for outside threads".into(),
+            ));
         }
         let oversubscribed = n > cpus.len();
         if oversubscribed && self.idle == IdlePolicy::Poll {
@@ -118,15 +126,19 @@ impl Builder {
         }
         let cap = self.ring_capacity.unwrap_or(if n <= 8 { 256 } else { 64 });
         if cap == 0 || cap > manycore_ring::MAX_CAPACITY {
-            return Err(Error::InvalidConfig(format!("ring capacity {cap} is out of range")));
+            return Err(Error::InvalidConfig(format!(
+                "ring capacity {cap} is out of range"
+            )));
         }
         let sources = n + self.lanes;
 
         // Rings: producers[src][dst], consumers[dst][src].
-        let mut producers: Vec<Vec<Option<Producer<Message>>>> =
-            (0..sources).map(|_| (0..n).map(|_| None).collect()).collect();
-        let mut consumers: Vec<Vec<Option<Consumer<Message>>>> =
-            (0..n).map(|_| (0..sources).map(|_| None).collect()).collect();
+        let mut producers: Vec<Vec<Option<Producer<Message>>>> = (0..sources)
+            .map(|_| (0..n).map(|_| None).collect())
+            .collect();
+        let mut consumers: Vec<Vec<Option<Consumer<Message>>>> = (0..n)
+            .map(|_| (0..sources).map(|_| None).collect())
+            .collect();
         for (src, row) in producers.iter_mut().enumerate() {
             for (dst, slot) in row.iter_mut().enumerate() {
                 if src == dst {
@@ -141,18 +153,24 @@ impl Builder {
         let lane_producers: Vec<Vec<Option<Producer<Message>>>> = producers.split_off(n);
         let lanes = lane_producers
             .into_iter()
-            .map(|ps| CachePadded::new(Mutex::new(Lane { producers: ps, sent: 0 })))
+            .map(|ps| {
+                CachePadded::new(Mutex::new(Lane {
+                    producers: ps,
+                    sent: 0,
+                }))
+            })
             .collect();
 
-        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
         let shared = Arc::new(Shared {
-            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            id: manycore_sync::unique_id(),
             n,
             lanes,
             idle: self.idle,
             mailboxes: (0..n).map(|_| Mailbox::new(sources)).collect(),
             parked: (0..n).map(|_| Mutex::new(None)).collect(),
-            states: (0..n).map(|_| CachePadded::new(CoreState::default())).collect(),
+            states: (0..n)
+                .map(|_| CachePadded::new(CoreState::default()))
+                .collect(),
             stopping: AtomicBool::new(false),
             closing: AtomicBool::new(false),
             idle_hook: OnceLock::new(),
@@ -164,13 +182,15 @@ impl Builder {
         for (i, (ps, cs)) in producers.into_iter().zip(consumers).enumerate() {
             let sh = shared.clone();
             let cpu = cpus[i % cpus.len()];
-            let spawned = std::thread::Builder::new().name(format!("{}-{i}", self.name)).spawn(move || {
-                if pin {
-                    // A failed pin is not fatal: the core still works, only unpinned.
-                    let _ = manycore_sync::cpu::pin_current(cpu);
-                }
-                scheduler::run_core(CoreLocal::new(i, sh, ps, cs));
-            });
+            let spawned = std::thread::Builder::new()
+                .name(format!("{}-{i}", self.name))
+                .spawn(move || {
+                    if pin {
+                        // A failed pin is not fatal: the core still works, only unpinned.
+                        let _ = manycore_sync::cpu::pin_current(cpu);
+                    }
+                    scheduler::run_core(CoreLocal::new(i, sh, ps, cs));
+                });
             match spawned {
                 Ok(h) => threads.push(h),
                 Err(e) => {
@@ -188,6 +208,9 @@ impl Builder {
         result.map(|()| rt)
     }
 }
+
+/// The consumer ends of one core's incoming rings, indexed by source.
+pub(crate) type Consumers = Vec<Option<Consumer<Message>>>;
 
 /// Messages from outside threads to each core through one lane.
 pub(crate) struct Lane {
@@ -216,7 +239,7 @@ pub(crate) struct Shared {
     pub(crate) idle: IdlePolicy,
     pub(crate) mailboxes: Box<[Mailbox]>,
     /// Consumers of an exited core, for late senders to drain.
-    pub(crate) parked: Box<[Mutex<Option<Vec<Option<Consumer<Message>>>>>]>,
+    pub(crate) parked: Box<[Mutex<Option<Consumers>>]>,
     pub(crate) states: Box<[CachePadded<CoreState>]>,
     pub(crate) stopping: AtomicBool,
     pub(crate) closing: AtomicBool,
@@ -252,7 +275,10 @@ impl Shared {
             if e & 1 == 0 {
                 return None;
             }
-            let (s, r) = (st.sent.load(Ordering::Acquire), st.received.load(Ordering::Acquire));
+            let (s, r) = (
+                st.sent.load(Ordering::Acquire),
+                st.received.load(Ordering::Acquire),
+            );
             sent += s;
             received += r;
             snap.extend([e, s, r]);
@@ -290,7 +316,10 @@ pub struct Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("id", &self.shared.id).field("cores", &self.shared.n).finish()
+        f.debug_struct("Runtime")
+            .field("id", &self.shared.id)
+            .field("cores", &self.shared.n)
+            .finish()
     }
 }
 
@@ -314,7 +343,14 @@ pub struct CoreStats {
 impl Runtime {
     /// A builder with the defaults: one core per CPU, hybrid idling, pinning on.
     pub fn builder() -> Builder {
-        Builder { cores: None, idle: IdlePolicy::default(), pin: true, ring_capacity: None, lanes: 4, name: "manycore".into() }
+        Builder {
+            cores: None,
+            idle: IdlePolicy::default(),
+            pin: true,
+            ring_capacity: None,
+            lanes: 4,
+            name: "manycore".into(),
+        }
     }
 
     /// A unique id of this runtime within the process.
@@ -339,7 +375,10 @@ impl Runtime {
     pub fn core(&self, i: usize) -> &Core {
         match self.cores.get(i) {
             Some(c) => c,
-            None => panic!("core index {i} out of range: the runtime has {} cores", self.cores.len()),
+            None => panic!(
+                "core index {i} out of range: the runtime has {} cores",
+                self.cores.len()
+            ),
         }
     }
 
@@ -355,7 +394,10 @@ impl Runtime {
 
     /// Installs the idle hook (once per runtime).
     pub fn set_idle_hook(&self, hook: Arc<dyn IdleHook>) -> Result<(), Error> {
-        self.shared.idle_hook.set(hook).map_err(|_| Error::HookAlreadySet)?;
+        self.shared
+            .idle_hook
+            .set(hook)
+            .map_err(|_| Error::HookAlreadySet)?;
         self.shared.wake_all();
         Ok(())
     }

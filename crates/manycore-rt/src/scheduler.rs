@@ -10,6 +10,7 @@ use manycore_ring::{Consumer, Producer};
 use manycore_sync::atomic::Ordering;
 use manycore_sync::SpinBudget;
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -22,7 +23,7 @@ const BATCH: usize = 32;
 const CLEAR_EVERY: u32 = 4096;
 
 thread_local! {
-    static LOCAL: RefCell<Option<Arc<CoreLocal>>> = const { RefCell::new(None) };
+    static LOCAL: RefCell<Option<Rc<CoreLocal>>> = const { RefCell::new(None) };
     static LANE: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
@@ -50,8 +51,7 @@ pub(crate) fn note_panic() {
 pub(crate) fn lane_of_this_thread(lanes: usize) -> usize {
     LANE.with(|c| {
         if c.get() == usize::MAX {
-            static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-            c.set(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+            c.set(manycore_sync::unique_id() as usize);
         }
         c.get() % lanes
     })
@@ -65,7 +65,7 @@ pub fn poll_once() -> usize {
     with_local(|l| l.map_or(0, |l| l.poll()))
 }
 
-/// Everything a core owns. Lives on the core's thread (behind an `Arc` only so
+/// Everything a core owns. Lives on the core's thread (behind an `Rc` only so
 /// that `with_local` can hand out a reference while user code runs).
 pub(crate) struct CoreLocal {
     pub(crate) index: usize,
@@ -83,8 +83,6 @@ pub(crate) struct CoreLocal {
     waker: Waker,
 }
 
-// CoreLocal is !Sync (RefCell) and never leaves its thread; the Arc is only a
-// cheap way to hand out references from the thread-local while user code runs.
 
 struct DoorbellWaker {
     shared: std::sync::Weak<Shared>,
@@ -110,7 +108,10 @@ impl CoreLocal {
         consumers: Vec<Option<Consumer<Message>>>,
     ) -> Self {
         let n = shared.n;
-        let waker = Waker::from(Arc::new(DoorbellWaker { shared: Arc::downgrade(&shared), index }));
+        let waker = Waker::from(Arc::new(DoorbellWaker {
+            shared: Arc::downgrade(&shared),
+            index,
+        }));
         Self {
             index,
             consumers: RefCell::new(consumers),
@@ -172,7 +173,9 @@ impl CoreLocal {
             if q.is_empty() {
                 continue;
             }
-            let Some(p) = producers[dst].as_mut() else { continue };
+            let Some(p) = producers[dst].as_mut() else {
+                continue;
+            };
             let mut moved = 0;
             while let Some(m) = q.pop_front() {
                 if let Err(m) = p.try_push(m) {
@@ -199,7 +202,8 @@ impl CoreLocal {
 
     fn note_panic(&self) {
         let st = &self.shared.states[self.index];
-        st.panics.store(st.panics.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        st.panics
+            .store(st.panics.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
     }
 
     /// Pops and runs up to `max` messages from source `src`.
@@ -278,7 +282,12 @@ impl CoreLocal {
         self.spilled.get() > 0
             || !self.local.borrow().is_empty()
             || self.exec.has_ready()
-            || self.consumers.borrow().iter().flatten().any(|c| !c.is_empty())
+            || self
+                .consumers
+                .borrow()
+                .iter()
+                .flatten()
+                .any(|c| !c.is_empty())
     }
 
     fn set_busy(&self) {
@@ -286,7 +295,8 @@ impl CoreLocal {
             self.idle.set(false);
             self.epoch.set(self.epoch.get() + 1);
             let st = &self.shared.states[self.index];
-            st.epoch_idle.store(self.epoch.get() << 1, Ordering::Release);
+            st.epoch_idle
+                .store(self.epoch.get() << 1, Ordering::Release);
         }
     }
 
@@ -298,7 +308,8 @@ impl CoreLocal {
             // Release; pairs with the Acquire loads of the quiescence check.
             st.sent.store(self.sent.get(), Ordering::Release);
             st.received.store(self.received.get(), Ordering::Release);
-            st.epoch_idle.store((self.epoch.get() << 1) | 1, Ordering::Release);
+            st.epoch_idle
+                .store((self.epoch.get() << 1) | 1, Ordering::Release);
             self.idle.set(true);
         }
     }
@@ -326,20 +337,29 @@ impl CoreLocal {
         self.set_idle();
         let t0 = Instant::now();
         // While stopping, wake now and then so that the shutdown can progress.
-        let cap = if self.shared.stopping.load(Ordering::Acquire) { Some(t0 + Duration::from_millis(1)) } else { None };
+        let cap = if self.shared.stopping.load(Ordering::Acquire) {
+            Some(t0 + Duration::from_millis(1))
+        } else {
+            None
+        };
         let until = match (deadline, cap) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         match until {
             Some(u) => {
-                mb.doorbell().wait_timeout(key, u.saturating_duration_since(t0));
+                mb.doorbell()
+                    .wait_timeout(key, u.saturating_duration_since(t0));
             }
             None => mb.doorbell().wait(key),
         }
         let st = &self.shared.states[self.index];
-        st.sleeps.store(st.sleeps.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        st.asleep_ns.store(st.asleep_ns.load(Ordering::Relaxed) + t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        st.sleeps
+            .store(st.sleeps.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        st.asleep_ns.store(
+            st.asleep_ns.load(Ordering::Relaxed) + t0.elapsed().as_nanos() as u64,
+            Ordering::Relaxed,
+        );
         // Bits were cleared: look at every ring once.
         self.poll_all();
     }
@@ -381,7 +401,7 @@ impl CoreLocal {
 
 /// The body of a core's thread.
 pub(crate) fn run_core(local: CoreLocal) {
-    let local = Arc::new(local);
+    let local = Rc::new(local);
     LOCAL.with(|c| *c.borrow_mut() = Some(local.clone()));
     let l = &*local;
     let policy_spin = l.shared.idle.spin_budget();
@@ -430,7 +450,9 @@ fn exit_core(l: &CoreLocal) {
     let consumers = std::mem::take(&mut *l.consumers.borrow_mut());
     let mut leftovers = Vec::new();
     {
-        let mut g = l.shared.parked[l.index].lock().unwrap_or_else(|e| e.into_inner());
+        let mut g = l.shared.parked[l.index]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let mut cs = consumers;
         for c in cs.iter_mut().flatten() {
             while let Some(m) = c.try_pop() {

@@ -22,7 +22,12 @@ static A: Counting = Counting;
 
 #[test]
 fn inline_spawn_allocates_nothing() {
-    let rt = Runtime::builder().cores(2).idle(IdlePolicy::Sleep).ring_capacity(1024).build().unwrap();
+    let rt = Runtime::builder()
+        .cores(2)
+        .idle(IdlePolicy::Sleep)
+        .ring_capacity(1024)
+        .build()
+        .unwrap();
     let c1 = rt.core(1).clone();
     let allocs = rt
         .core(0)

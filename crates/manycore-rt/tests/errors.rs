@@ -9,7 +9,10 @@ use std::time::Duration;
 fn panic_in_call_reaches_caller_and_core_lives() {
     let rt = Runtime::builder().cores(2).build().unwrap();
     for _ in 0..3 {
-        let r = rt.core(1).call(|| -> u8 { panic!("bad input {}", 7) }).wait();
+        let r = rt
+            .core(1)
+            .call(|| -> u8 { panic!("bad input {}", 7) })
+            .wait();
         assert_eq!(r, Err(InvokeError::Panicked("bad input 7".into())));
         assert_eq!(rt.core(1).call(|| 1).wait(), Ok(1));
     }
@@ -31,15 +34,26 @@ fn calls_after_shutdown_fail() {
     rt.shutdown(); // idempotent
     assert_eq!(c.call(|| 1).wait(), Err(InvokeError::Shutdown));
     assert_eq!(c.spawn(|| ()), Err(InvokeError::Shutdown));
-    assert_eq!(c.spawn_async(async { 1 }).wait(), Err(InvokeError::Shutdown));
+    assert_eq!(
+        c.spawn_async(async { 1 }).wait(),
+        Err(InvokeError::Shutdown)
+    );
     drop(rt);
-    assert_eq!(c.call(|| 1).wait_timeout(Duration::from_secs(30)), Err(InvokeError::Shutdown));
+    assert_eq!(
+        c.call(|| 1).wait_timeout(Duration::from_secs(30)),
+        Err(InvokeError::Shutdown)
+    );
 }
 
 #[test]
 fn drop_with_calls_in_flight_resolves_every_call() {
     for p in [IdlePolicy::Sleep, IdlePolicy::default()] {
-        let rt = Runtime::builder().cores(2).idle(p).ring_capacity(4).build().unwrap();
+        let rt = Runtime::builder()
+            .cores(2)
+            .idle(p)
+            .ring_capacity(4)
+            .build()
+            .unwrap();
         let ran = Arc::new(AtomicUsize::new(0));
         let mut invs = Vec::new();
         for i in 0..2000usize {
@@ -78,14 +92,21 @@ fn dropped_invocation_result_is_freed() {
 
 #[test]
 fn wait_timeout_then_late_result_is_dropped() {
-    let rt = Runtime::builder().cores(1).idle(IdlePolicy::Sleep).build().unwrap();
+    let rt = Runtime::builder()
+        .cores(1)
+        .idle(IdlePolicy::Sleep)
+        .build()
+        .unwrap();
     let token = Arc::new(());
     let t2 = token.clone();
     let inv = rt.core(0).call(move || {
         std::thread::sleep(Duration::from_millis(30));
         t2
     });
-    assert_eq!(inv.wait_timeout(Duration::from_millis(1)).err(), Some(InvokeError::Timeout));
+    assert_eq!(
+        inv.wait_timeout(Duration::from_millis(1)).err(),
+        Some(InvokeError::Timeout)
+    );
     rt.core(0).call(|| ()).wait().unwrap();
     assert_eq!(Arc::strong_count(&token), 1);
 }

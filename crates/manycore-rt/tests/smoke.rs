@@ -5,7 +5,13 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 fn policies() -> [IdlePolicy; 3] {
-    [IdlePolicy::Sleep, IdlePolicy::default(), IdlePolicy::Hybrid { spin: Duration::from_micros(5) }]
+    [
+        IdlePolicy::Sleep,
+        IdlePolicy::default(),
+        IdlePolicy::Hybrid {
+            spin: Duration::from_micros(5),
+        },
+    ]
 }
 
 #[test]
@@ -15,10 +21,17 @@ fn call_spawn_and_current_on_every_policy() {
         assert_eq!(rt.num_cores(), 2);
         assert_eq!(rt.idle_policy(), p);
         for i in 0..2 {
-            assert_eq!(rt.core(i).call(move || current().unwrap().index() * 10 + i).wait(), Ok(i * 11));
+            assert_eq!(
+                rt.core(i)
+                    .call(move || current().unwrap().index() * 10 + i)
+                    .wait(),
+                Ok(i * 11)
+            );
         }
         let (tx, rx) = mpsc::channel();
-        rt.core(1).spawn(move || tx.send(current().unwrap().index()).unwrap()).unwrap();
+        rt.core(1)
+            .spawn(move || tx.send(current().unwrap().index()).unwrap())
+            .unwrap();
         assert_eq!(rx.recv_timeout(Duration::from_secs(20)).unwrap(), 1);
         rt.shutdown();
         assert!(rt.is_shut_down());
@@ -33,7 +46,11 @@ fn outside_threads_are_not_cores() {
 
 #[test]
 fn nested_calls_between_cores_do_not_deadlock() {
-    let rt = Runtime::builder().cores(2).idle(IdlePolicy::Sleep).build().unwrap();
+    let rt = Runtime::builder()
+        .cores(2)
+        .idle(IdlePolicy::Sleep)
+        .build()
+        .unwrap();
     let c0 = rt.core(0).clone();
     let c1 = rt.core(1).clone();
     // core 0 -> core 1 -> core 0 -> core 1: each waiter keeps serving its rings.
@@ -42,7 +59,14 @@ fn nested_calls_between_cores_do_not_deadlock() {
         .call(move || {
             let c0b = c0.clone();
             let c1b = c1.clone();
-            c1.call(move || c0b.call(move || c1b.call(|| 5).wait().unwrap() + 1).wait().unwrap() + 1).wait().unwrap()
+            c1.call(move || {
+                c0b.call(move || c1b.call(|| 5).wait().unwrap() + 1)
+                    .wait()
+                    .unwrap()
+                    + 1
+            })
+            .wait()
+            .unwrap()
         })
         .wait();
     assert_eq!(r, Ok(7));
@@ -51,7 +75,10 @@ fn nested_calls_between_cores_do_not_deadlock() {
 #[test]
 fn a_core_can_call_itself() {
     let rt = Runtime::builder().cores(1).build().unwrap();
-    let r = rt.core(0).call(|| current().unwrap().call(|| 3).wait().unwrap() * 2).wait();
+    let r = rt
+        .core(0)
+        .call(|| current().unwrap().call(|| 3).wait().unwrap() * 2)
+        .wait();
     assert_eq!(r, Ok(6));
 }
 
@@ -60,8 +87,16 @@ fn call_then_runs_continuation_on_named_core() {
     let rt = Runtime::builder().cores(2).build().unwrap();
     let (tx, rx) = mpsc::channel();
     let tx2 = tx.clone();
-    rt.core(0).call_then(|| 1 + 1, rt.core(1), move |r| tx.send((current().unwrap().index(), r)).unwrap());
-    rt.core(0).call_then(|| -> i32 { panic!("cont") }, rt.core(0), move |r| tx2.send((9, r)).unwrap());
+    rt.core(0).call_then(
+        || 1 + 1,
+        rt.core(1),
+        move |r| tx.send((current().unwrap().index(), r)).unwrap(),
+    );
+    rt.core(0).call_then(
+        || -> i32 { panic!("cont") },
+        rt.core(0),
+        move |r| tx2.send((9, r)).unwrap(),
+    );
     let mut got = vec![rx.recv().unwrap(), rx.recv().unwrap()];
     got.sort_by_key(|g| g.0);
     assert_eq!(got[0], (1, Ok(2)));
@@ -70,7 +105,11 @@ fn call_then_runs_continuation_on_named_core() {
 
 #[test]
 fn async_tasks_await_other_cores() {
-    let rt = Runtime::builder().cores(3).idle(IdlePolicy::Sleep).build().unwrap();
+    let rt = Runtime::builder()
+        .cores(3)
+        .idle(IdlePolicy::Sleep)
+        .build()
+        .unwrap();
     let cores: Vec<_> = rt.cores().to_vec();
     let inv = rt.core(0).spawn_async(async move {
         let mut sum = 0;
@@ -78,7 +117,10 @@ fn async_tasks_await_other_cores() {
             let a = cores[1].call(move || round).await.unwrap();
             let b = cores[2].call(move || round * 2).await.unwrap();
             // A task can also await a task on another core.
-            let c = cores[1].spawn_async(async move { round * 3 }).await.unwrap();
+            let c = cores[1]
+                .spawn_async(async move { round * 3 })
+                .await
+                .unwrap();
             sum += a + b + c;
         }
         sum
@@ -118,18 +160,37 @@ fn block_on<F: std::future::Future>(f: F) -> F::Output {
 
 #[test]
 fn config_errors_are_typed() {
-    assert!(matches!(Runtime::builder().cores(0).build(), Err(Error::InvalidConfig(_))));
-    assert!(matches!(Runtime::builder().cores(1).lanes(0).build(), Err(Error::InvalidConfig(_))));
+    assert!(matches!(
+        Runtime::builder().cores(0).build(),
+        Err(Error::InvalidConfig(_))
+    ));
+    assert!(matches!(
+        Runtime::builder().cores(1).lanes(0).build(),
+        Err(Error::InvalidConfig(_))
+    ));
     let many = manycore_sync::cpu::original().len() + 1;
-    let e = Runtime::builder().cores(many).idle(IdlePolicy::Poll).build().unwrap_err();
+    let e = Runtime::builder()
+        .cores(many)
+        .idle(IdlePolicy::Poll)
+        .build()
+        .unwrap_err();
     assert!(e.to_string().contains("Poll"), "{e}");
-    assert!(Runtime::builder().cores(2).build().unwrap().try_core(2).is_none());
+    assert!(Runtime::builder()
+        .cores(2)
+        .build()
+        .unwrap()
+        .try_core(2)
+        .is_none());
 }
 
 #[test]
 fn more_cores_than_cpus_work() {
     let n = manycore_sync::cpu::original().len() * 3;
-    let rt = Runtime::builder().cores(n).idle(IdlePolicy::Sleep).build().unwrap();
+    let rt = Runtime::builder()
+        .cores(n)
+        .idle(IdlePolicy::Sleep)
+        .build()
+        .unwrap();
     let hits = Arc::new(AtomicUsize::new(0));
     let invs: Vec<_> = (0..n)
         .map(|i| {
@@ -152,10 +213,17 @@ fn idle_hook_runs_when_idle() {
             false
         }
     }
-    let rt = Runtime::builder().cores(2).idle(IdlePolicy::Sleep).build().unwrap();
+    let rt = Runtime::builder()
+        .cores(2)
+        .idle(IdlePolicy::Sleep)
+        .build()
+        .unwrap();
     let h = Arc::new(H(AtomicUsize::new(0)));
     rt.set_idle_hook(h.clone()).unwrap();
-    assert!(matches!(rt.set_idle_hook(h.clone()), Err(Error::HookAlreadySet)));
+    assert!(matches!(
+        rt.set_idle_hook(h.clone()),
+        Err(Error::HookAlreadySet)
+    ));
     rt.core(1).notify();
     rt.core(0).call(|| ()).wait().unwrap();
     rt.core(1).call(|| ()).wait().unwrap();

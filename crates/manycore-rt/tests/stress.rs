@@ -12,7 +12,12 @@ thread_local! {
 }
 
 fn all_to_all(policy: IdlePolicy, cores: usize, per_pair: u64, cap: usize) {
-    let rt = Runtime::builder().cores(cores).idle(policy).ring_capacity(cap).build().unwrap();
+    let rt = Runtime::builder()
+        .cores(cores)
+        .idle(policy)
+        .ring_capacity(cap)
+        .build()
+        .unwrap();
     let sum = Arc::new(AtomicU64::new(0));
     let count = Arc::new(AtomicU64::new(0));
     let handles: Vec<_> = rt.cores().to_vec();
@@ -35,7 +40,12 @@ fn all_to_all(policy: IdlePolicy, cores: usize, per_pair: u64, cap: usize) {
                                     l.resize(64, None);
                                 }
                                 let prev = l[src].replace(seq);
-                                assert_eq!(prev.map_or(0, |p| p + 1), seq, "core {} got {seq} from {src} after {prev:?}", current().unwrap().index());
+                                assert_eq!(
+                                    prev.map_or(0, |p| p + 1),
+                                    seq,
+                                    "core {} got {seq} from {src} after {prev:?}",
+                                    current().unwrap().index()
+                                );
                             });
                             sum.fetch_add(seq * 1000 + src as u64, Ordering::Relaxed);
                             count.fetch_add(1, Ordering::Relaxed);
@@ -51,8 +61,14 @@ fn all_to_all(policy: IdlePolicy, cores: usize, per_pair: u64, cap: usize) {
     }
     drop(rt); // drains
     let n = cores as u64;
-    assert_eq!(count.load(Ordering::Relaxed), n * (n - 1) * per_pair, "messages lost");
-    let expect: u64 = (0..n).map(|src| (n - 1) * (0..per_pair).map(|s| s * 1000 + src).sum::<u64>()).sum();
+    assert_eq!(
+        count.load(Ordering::Relaxed),
+        n * (n - 1) * per_pair,
+        "messages lost"
+    );
+    let expect: u64 = (0..n)
+        .map(|src| (n - 1) * (0..per_pair).map(|s| s * 1000 + src).sum::<u64>())
+        .sum();
     assert_eq!(sum.load(Ordering::Relaxed), expect, "checksum");
 }
 
@@ -69,9 +85,16 @@ fn four_cores_all_to_all_hybrid_tiny_rings_spill() {
 
 #[test]
 fn sleep_round_trips_never_hang() {
-    let rt = Runtime::builder().cores(2).idle(IdlePolicy::Sleep).build().unwrap();
+    let rt = Runtime::builder()
+        .cores(2)
+        .idle(IdlePolicy::Sleep)
+        .build()
+        .unwrap();
     let c1 = rt.core(1).clone();
-    let n = std::env::var("MANYCORE_STRESS_ROUND_TRIPS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000u64);
+    let n = std::env::var("MANYCORE_STRESS_ROUND_TRIPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000u64);
     let total = rt
         .core(0)
         .call(move || {
@@ -88,7 +111,13 @@ fn sleep_round_trips_never_hang() {
 
 #[test]
 fn outside_threads_keep_their_order() {
-    let rt = Runtime::builder().cores(2).idle(IdlePolicy::Sleep).ring_capacity(2).lanes(2).build().unwrap();
+    let rt = Runtime::builder()
+        .cores(2)
+        .idle(IdlePolicy::Sleep)
+        .ring_capacity(2)
+        .lanes(2)
+        .build()
+        .unwrap();
     let threads: Vec<_> = (0..4u64)
         .map(|t| {
             let c = rt.core((t % 2) as usize).clone();

@@ -66,7 +66,11 @@ pub struct SpinBudget {
 impl SpinBudget {
     /// A budget of `budget`; the clock starts at the first [`SpinBudget::spin`].
     pub const fn new(budget: Duration) -> Self {
-        Self { budget, start: None, calls: 0 }
+        Self {
+            budget,
+            start: None,
+            calls: 0,
+        }
     }
     /// Starts over.
     pub fn reset(&mut self) {

@@ -7,8 +7,14 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 
 /// Pads and aligns a value to the length of a cache line (or two).
-#[cfg_attr(any(target_arch = "x86_64", target_arch = "aarch64"), repr(C, align(128)))]
-#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), repr(C, align(64)))]
+#[cfg_attr(
+    any(target_arch = "x86_64", target_arch = "aarch64"),
+    repr(C, align(128))
+)]
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    repr(C, align(64))
+)]
 #[derive(Default, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CachePadded<T> {
     value: T,
@@ -40,7 +46,9 @@ impl<T> DerefMut for CachePadded<T> {
 
 impl<T: fmt::Debug> fmt::Debug for CachePadded<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CachePadded").field("value", &self.value).finish()
+        f.debug_struct("CachePadded")
+            .field("value", &self.value)
+            .finish()
     }
 }
 
@@ -56,7 +64,10 @@ mod tests {
     #[test]
     fn alignment_and_size() {
         assert!(std::mem::align_of::<CachePadded<u8>>() >= 64);
-        assert_eq!(std::mem::size_of::<CachePadded<u8>>(), std::mem::align_of::<CachePadded<u8>>());
+        assert_eq!(
+            std::mem::size_of::<CachePadded<u8>>(),
+            std::mem::align_of::<CachePadded<u8>>()
+        );
         let mut p = CachePadded::new(5u32);
         *p += 1;
         assert_eq!(p.into_inner(), 6);

@@ -63,7 +63,9 @@ mod tests {
             // The original set is still what it was.
             assert_eq!(original(), &orig[..]);
             // A thread spawned from a pinned thread inherits the small mask.
-            std::thread::spawn(|| current_affinity().unwrap()).join().unwrap()
+            std::thread::spawn(|| current_affinity().unwrap())
+                .join()
+                .unwrap()
         });
         let inherited = t.join().unwrap();
         assert_eq!(inherited.len(), 1);

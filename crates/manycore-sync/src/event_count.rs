@@ -127,7 +127,11 @@ impl EventCount<Shared> {
 impl<S: Scope> EventCount<S> {
     #[cfg(not(loom))]
     const fn make() -> Self {
-        Self { epoch: AtomicU32::new(0), waiters: AtomicU32::new(0), _scope: PhantomData }
+        Self {
+            epoch: AtomicU32::new(0),
+            waiters: AtomicU32::new(0),
+            _scope: PhantomData,
+        }
     }
     #[cfg(loom)]
     fn make() -> Self {

@@ -124,3 +124,10 @@ pub mod cell {
         }
     }
 }
+
+/// A process-wide unique, increasing number (never 0). Not part of any
+/// protocol, so it uses std's atomics even under loom.
+pub fn unique_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}

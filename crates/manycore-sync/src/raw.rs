@@ -7,17 +7,34 @@ use std::time::Duration;
 /// `futex(FUTEX_WAIT)`: sleeps while `*word == expected`, at most `timeout`.
 /// Returns false if the timeout expired. Spurious returns are possible.
 #[cfg(not(loom))]
-pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>, private: bool) -> bool {
+pub(crate) fn futex_wait(
+    word: &AtomicU32,
+    expected: u32,
+    timeout: Option<Duration>,
+    private: bool,
+) -> bool {
     let ts = timeout.map(|d| libc::timespec {
         tv_sec: d.as_secs().min(i64::MAX as u64 / 2) as libc::time_t,
         tv_nsec: d.subsec_nanos() as libc::c_long,
     });
-    let ts_ptr = ts.as_ref().map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
     let op = libc::FUTEX_WAIT | if private { libc::FUTEX_PRIVATE_FLAG } else { 0 };
     // SAFETY: `word` is a live, 4-byte aligned AtomicU32 for the duration of the
     // call; `ts_ptr` is null or points at a timespec on this stack frame. The
     // kernel only reads both.
-    let r = unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), op, expected, ts_ptr, 0usize, 0u32) };
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            op,
+            expected,
+            ts_ptr,
+            0usize,
+            0u32,
+        )
+    };
     !(r == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ETIMEDOUT))
 }
 
@@ -42,7 +59,9 @@ pub(crate) fn thread_affinity() -> std::io::Result<Vec<usize>> {
     }
     let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
     // SAFETY: CPU_ISSET reads the set we own, with cpu < CPU_SETSIZE.
-    Ok((0..max).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect())
+    Ok((0..max)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect())
 }
 
 /// Sets the calling thread's affinity to exactly `cpus`.
@@ -52,7 +71,10 @@ pub(crate) fn set_thread_affinity(cpus: &[usize]) -> std::io::Result<()> {
     let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
     for &c in cpus {
         if c >= max {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("cpu {c} out of range")));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("cpu {c} out of range"),
+            ));
         }
         // SAFETY: c < CPU_SETSIZE, checked above; `set` is ours.
         unsafe { libc::CPU_SET(c, &mut set) };

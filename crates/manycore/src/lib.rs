@@ -1,1 +1,61 @@
-//! manycore: a message-passing runtime for multicore machines.
+//! # manycore
+//!
+//! A runtime for programming a multicore machine by message passing, the way
+//! the many-core papers program the Intel SCC: every core runs its own
+//! scheduler, cores share nothing mutable, and they cooperate only through
+//! cross-core invocations carried by cache-line message rings with doorbells.
+//!
+//! * A **core** is a thread pinned to one CPU of the process's original CPU
+//!   set. It idles by polling, by sleeping on its doorbell (a futex), or by
+//!   spinning briefly and then sleeping ([`IdlePolicy`]).
+//! * **Invocations**: [`Core::spawn`] (asynchronous RPC), [`Core::call`]
+//!   (an [`Invocation`]: wait on it for synchronous RPC, or `.await` it),
+//!   [`Core::call_then`] (a continuation on a core you name), and
+//!   [`Core::spawn_async`] (an `async` task on a core).
+//! * Panics in invoked code come back as [`InvokeError::Panicked`]; a runtime
+//!   that is shut down answers [`InvokeError::Shutdown`]. Nothing hangs.
+//!
+//! ```
+//! use manycore::{Runtime, IdlePolicy, InvokeError};
+//!
+//! let rt = Runtime::builder().cores(2).idle(IdlePolicy::default()).build()?;
+//!
+//! // Synchronous RPC.
+//! assert_eq!(rt.core(1).call(|| 6 * 7).wait()?, 42);
+//!
+//! // Core 0 calls core 1 and waits, serving its own messages meanwhile.
+//! let c1 = rt.core(1).clone();
+//! let r = rt.core(0).call(move || c1.call(|| 1).wait().unwrap() + 1).wait()?;
+//! assert_eq!(r, 2);
+//!
+//! // An async task on core 0 awaiting core 1.
+//! let c1 = rt.core(1).clone();
+//! let t = rt.core(0).spawn_async(async move { c1.call(|| 20).await.unwrap() + 1 });
+//! assert_eq!(t.wait()?, 21);
+//!
+//! // Panics are errors, and the core lives on.
+//! let bad = rt.core(1).call(|| -> i32 { panic!("oops") }).wait();
+//! assert_eq!(bad, Err(InvokeError::Panicked("oops".into())));
+//!
+//! rt.shutdown();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The crates underneath are re-exported as modules: [`sync`] (atomics
+//! facade, `EventCount`, CPU sets), [`ring`] (the SPSC ring of cache-line
+//! slots).
+
+pub use manycore_rt::{
+    current, poll_once, Builder, Core, CoreStats, Error, IdleHook, IdlePolicy, Invocation,
+    InvokeError, Runtime, INLINE_CLOSURE_BYTES,
+};
+
+/// Synchronisation primitives: CachePadded, Backoff, EventCount, CPU sets.
+pub mod sync {
+    pub use manycore_sync::*;
+}
+
+/// The SPSC ring of cache-line slots that carries messages between cores.
+pub mod ring {
+    pub use manycore_ring::*;
+}
