@@ -8,7 +8,7 @@
 //! runtime burns. Every figure is a median of several repetitions.
 
 use crate::record::Record;
-use manycore::rt::{IdlePolicy, Runtime};
+use manycore::{IdlePolicy, Runtime};
 use manycore_steal::{Ctx, StealExt};
 use std::hint::black_box;
 use std::num::NonZero;
@@ -36,7 +36,7 @@ fn fib_seq(n: u64) -> u64 {
     }
     fib_seq(n - 1) + fib_seq(n - 2)
 }
-fn fib_mc(s: &Ctx<'_>, n: u64) -> u64 {
+fn fib_mc(s: Ctx<'_>, n: u64) -> u64 {
     if n < 2 {
         return n;
     }
@@ -70,7 +70,10 @@ fn fib_chili(s: &mut chili::Scope<'_>, n: u64) -> u64 {
 fn idle(i: u32, seed: u64) -> u64 {
     let mut x = seed;
     for _ in 0..i {
-        x = black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407));
+        x = black_box(
+            x.wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407),
+        );
     }
     x
 }
@@ -93,7 +96,7 @@ fn knary_seq(p: Knary, depth: u32) -> u64 {
     }
     acc
 }
-fn knary_mc(s: &Ctx<'_>, p: Knary, depth: u32) -> u64 {
+fn knary_mc(s: Ctx<'_>, p: Knary, depth: u32) -> u64 {
     let acc = idle(p.i, u64::from(depth));
     if depth + 1 < p.m {
         acc.wrapping_add(knary_mc_children(s, p, depth + 1, p.k))
@@ -101,12 +104,15 @@ fn knary_mc(s: &Ctx<'_>, p: Knary, depth: u32) -> u64 {
         acc
     }
 }
-fn knary_mc_children(s: &Ctx<'_>, p: Knary, depth: u32, n: u32) -> u64 {
+fn knary_mc_children(s: Ctx<'_>, p: Knary, depth: u32, n: u32) -> u64 {
     if n == 1 {
         return knary_mc(s, p, depth);
     }
     let h = n / 2;
-    let (a, b) = s.join(|s| knary_mc_children(s, p, depth, h), |s| knary_mc_children(s, p, depth, n - h));
+    let (a, b) = s.join(
+        |s| knary_mc_children(s, p, depth, h),
+        |s| knary_mc_children(s, p, depth, n - h),
+    );
     a.wrapping_add(b)
 }
 fn knary_rayon(p: Knary, depth: u32) -> u64 {
@@ -122,7 +128,10 @@ fn knary_rayon_children(p: Knary, depth: u32, n: u32) -> u64 {
         return knary_rayon(p, depth);
     }
     let h = n / 2;
-    let (a, b) = rayon::join(|| knary_rayon_children(p, depth, h), || knary_rayon_children(p, depth, n - h));
+    let (a, b) = rayon::join(
+        || knary_rayon_children(p, depth, h),
+        || knary_rayon_children(p, depth, n - h),
+    );
     a.wrapping_add(b)
 }
 fn knary_chili(s: &mut chili::Scope<'_>, p: Knary, depth: u32) -> u64 {
@@ -138,8 +147,10 @@ fn knary_chili_children(s: &mut chili::Scope<'_>, p: Knary, depth: u32, n: u32) 
         return knary_chili(s, p, depth);
     }
     let h = n / 2;
-    let (a, b) =
-        s.join(|s| knary_chili_children(s, p, depth, h), |s| knary_chili_children(s, p, depth, n - h));
+    let (a, b) = s.join(
+        |s| knary_chili_children(s, p, depth, h),
+        |s| knary_chili_children(s, p, depth, n - h),
+    );
     a.wrapping_add(b)
 }
 
@@ -157,7 +168,11 @@ fn build_tree(n: usize, next: &mut u64) -> Option<Box<Node>> {
     *next += 1;
     let val = *next;
     let l = (n - 1) / 2;
-    Some(Box::new(Node { val, left: build_tree(l, next), right: build_tree(n - 1 - l, next) }))
+    Some(Box::new(Node {
+        val,
+        left: build_tree(l, next),
+        right: build_tree(n - 1 - l, next),
+    }))
 }
 fn sum_seq(t: &Option<Box<Node>>) -> u64 {
     match t {
@@ -165,7 +180,7 @@ fn sum_seq(t: &Option<Box<Node>>) -> u64 {
         Some(n) => n.val + sum_seq(&n.left) + sum_seq(&n.right),
     }
 }
-fn sum_mc(s: &Ctx<'_>, t: &Option<Box<Node>>) -> u64 {
+fn sum_mc(s: Ctx<'_>, t: &Option<Box<Node>>) -> u64 {
     match t {
         None => 0,
         Some(n) => {
@@ -243,7 +258,7 @@ fn qsort_seq(v: &mut [u64]) {
     qsort_seq(l);
     qsort_seq(r);
 }
-fn qsort_mc(s: &Ctx<'_>, v: &mut [u64]) {
+fn qsort_mc(s: Ctx<'_>, v: &mut [u64]) {
     if v.len() <= SORT_CUTOFF {
         return insertion_sort(v);
     }
@@ -300,14 +315,19 @@ fn time<R>(f: impl FnOnce() -> R) -> Duration {
 fn runtime(cores: usize) -> Runtime {
     Runtime::builder()
         .cores(cores)
-        .idle(IdlePolicy::Hybrid { spin: Duration::from_micros(50) })
+        .idle(IdlePolicy::Hybrid {
+            spin: Duration::from_micros(50),
+        })
         .pin(true)
         .build()
         .expect("runtime")
 }
 
 fn rayon_pool(n: usize) -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new().num_threads(n).build().expect("rayon pool")
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build()
+        .expect("rayon pool")
 }
 
 fn chili_pool(n: usize) -> chili::ThreadPool {
@@ -329,21 +349,30 @@ struct Workload<'a> {
 
 struct Figures {
     ts: f64,
-    t: Vec<(&'static str, f64, f64)>,
 }
 
-fn run_workload(opts: &StealBenchOpts, w: &mut Workload<'_>, s_cap: f64, out: &mut Vec<Record>) -> Figures {
+fn run_workload(
+    opts: &StealBenchOpts,
+    w: &mut Workload<'_>,
+    s_cap: f64,
+    out: &mut Vec<Record>,
+) -> Figures {
     let secs = opts.secs;
     let ts = median_ms(secs, &mut w.seq);
     out.push(Record::new(BENCH, &w.case, "sequential", "Ts", ts, "ms"));
-    let mut t = Vec::new();
-    let mut cell = |name: &'static str, t1: f64, t2: f64, out: &mut Vec<Record>| {
+    let cell = |name: &'static str, t1: f64, t2: f64, out: &mut Vec<Record>| {
         out.push(Record::new(BENCH, &w.case, name, "T1", t1, "ms"));
         out.push(Record::new(BENCH, &w.case, name, "T2", t2, "ms"));
         out.push(Record::new(BENCH, &w.case, name, "T1/Ts", t1 / ts, "ratio"));
         out.push(Record::new(BENCH, &w.case, name, "T2/Ts", t2 / ts, "ratio"));
-        out.push(Record::new(BENCH, &w.case, name, "efficiency", (ts / t2) / s_cap, "ratio"));
-        t.push((name, t1, t2));
+        out.push(Record::new(
+            BENCH,
+            &w.case,
+            name,
+            "efficiency",
+            (ts / t2) / s_cap,
+            "ratio",
+        ));
     };
     let mut tn = [0.0; 2];
     for (k, n) in [1, 2].into_iter().enumerate() {
@@ -363,7 +392,7 @@ fn run_workload(opts: &StealBenchOpts, w: &mut Workload<'_>, s_cap: f64, out: &m
         tn[k] = median_ms(secs, || (w.chili)(&p));
     }
     cell("chili", tn[0], tn[1], out);
-    Figures { ts, t }
+    Figures { ts }
 }
 
 /// Runs `f` on core 0 of `rt` and returns how long it took there.
@@ -414,7 +443,9 @@ pub fn run(opts: &StealBenchOpts) -> Vec<Record> {
     let mut out = Vec::new();
     let q = opts.quick;
     let s_cap = parallel_capacity(q);
-    out.push(Record::new(BENCH, "capacity", "machine", "S_cap", s_cap, "ratio"));
+    out.push(Record::new(
+        BENCH, "capacity", "machine", "S_cap", s_cap, "ratio",
+    ));
 
     // fib(n), no cutoff.
     let n = if q { 27 } else { 30 };
@@ -422,7 +453,11 @@ pub fn run(opts: &StealBenchOpts) -> Vec<Record> {
     let mut w = Workload {
         case: case.clone(),
         seq: Box::new(move || time(|| fib_seq(black_box(n)))),
-        mc: Box::new(move |rt| on_rt(rt, move || manycore_steal::with_ctx(|s| fib_mc(s, black_box(n))))),
+        mc: Box::new(move |rt| {
+            on_rt(rt, move || {
+                manycore_steal::with_ctx(|s| fib_mc(s, black_box(n)))
+            })
+        }),
         rayon: Box::new(move |p| p.install(|| time(|| fib_rayon(black_box(n))))),
         chili: Box::new(move |p| {
             let mut s = p.scope();
@@ -435,14 +470,30 @@ pub fn run(opts: &StealBenchOpts) -> Vec<Record> {
         let rt = runtime(cores);
         manycore_steal::attach(&rt).expect("attach");
         let t = median_ms(opts.secs, || on_rt(&rt, move || fib_mc_plain(black_box(n))));
-        out.push(Record::new(BENCH, &case, "manycore-plain-join", &format!("T{cores}"), t, "ms"));
+        out.push(Record::new(
+            BENCH,
+            &case,
+            "manycore-plain-join",
+            &format!("T{cores}"),
+            t,
+            "ms",
+        ));
         if cores == 1 {
             // Longest gap between two heartbeat polls while the tree runs.
             manycore_steal::measure_poll_gaps(true);
-            let _ = on_rt(&rt, move || manycore_steal::with_ctx(|s| fib_mc(s, black_box(n))));
+            let _ = on_rt(&rt, move || {
+                manycore_steal::with_ctx(|s| fib_mc(s, black_box(n)))
+            });
             let gap = manycore_steal::max_poll_gap();
             manycore_steal::measure_poll_gaps(false);
-            out.push(Record::new(BENCH, &case, "manycore", "max_poll_gap", gap.as_secs_f64() * 1e6, "us"));
+            out.push(Record::new(
+                BENCH,
+                &case,
+                "manycore",
+                "max_poll_gap",
+                gap.as_secs_f64() * 1e6,
+                "us",
+            ));
         }
         rt.shutdown();
     }
@@ -455,7 +506,9 @@ pub fn run(opts: &StealBenchOpts) -> Vec<Record> {
         let mut w = Workload {
             case: format!("knary(4,{m},{i})"),
             seq: Box::new(move || time(|| knary_seq(p, 0))),
-            mc: Box::new(move |rt| on_rt(rt, move || manycore_steal::with_ctx(|s| knary_mc(s, p, 0)))),
+            mc: Box::new(move |rt| {
+                on_rt(rt, move || manycore_steal::with_ctx(|s| knary_mc(s, p, 0)))
+            }),
             rayon: Box::new(move |pool| pool.install(|| time(|| knary_rayon(p, 0)))),
             chili: Box::new(move |pool| {
                 let mut s = pool.scope();
@@ -473,9 +526,10 @@ pub fn run(opts: &StealBenchOpts) -> Vec<Record> {
     let small = Arc::new(build_tree(1023, &mut 0));
     let big_n = if q { 1_000_000 } else { 10_000_000 };
     let big = Arc::new(build_tree(big_n, &mut 0));
-    for (case, tree, r) in
-        [(format!("tree_sum(1023)x{reps}"), small.clone(), reps), (format!("tree_sum({big_n})"), big.clone(), 1)]
-    {
+    for (case, tree, r) in [
+        (format!("tree_sum(1023)x{reps}"), small.clone(), reps),
+        (format!("tree_sum({big_n})"), big.clone(), 1),
+    ] {
         let (t1, t2, t3, t4) = (tree.clone(), tree.clone(), tree.clone(), tree.clone());
         let mut w = Workload {
             case,
@@ -483,13 +537,21 @@ pub fn run(opts: &StealBenchOpts) -> Vec<Record> {
             mc: Box::new(move |rt| {
                 let t = t2.clone();
                 on_rt(rt, move || {
-                    manycore_steal::with_ctx(|s| (0..r).map(|_| sum_mc(s, black_box(&t))).sum::<u64>())
+                    manycore_steal::with_ctx(|s| {
+                        (0..r).map(|_| sum_mc(s, black_box(&t))).sum::<u64>()
+                    })
                 })
             }),
-            rayon: Box::new(move |p| p.install(|| time(|| (0..r).map(|_| sum_rayon(black_box(&t3))).sum::<u64>()))),
+            rayon: Box::new(move |p| {
+                p.install(|| time(|| (0..r).map(|_| sum_rayon(black_box(&t3))).sum::<u64>()))
+            }),
             chili: Box::new(move |p| {
                 let mut s = p.scope();
-                time(|| (0..r).map(|_| sum_chili(&mut s, black_box(&t4))).sum::<u64>())
+                time(|| {
+                    (0..r)
+                        .map(|_| sum_chili(&mut s, black_box(&t4)))
+                        .sum::<u64>()
+                })
             }),
         };
         run_workload(opts, &mut w, s_cap, &mut out);
@@ -511,15 +573,14 @@ pub fn run(opts: &StealBenchOpts) -> Vec<Record> {
         }),
         mc: Box::new(move |rt| {
             let mut v = i2.to_vec();
-            let d = on_rt(rt, move || {
+            rt.install(move || {
                 let t = Instant::now();
                 manycore_steal::with_ctx(|s| qsort_mc(s, &mut v));
-                (t.elapsed(), v)
-            });
-            debug_assert!(d.1.windows(2).all(|w| w[0] <= w[1]));
-            d.0
-        })
-        .then_map(),
+                let d = t.elapsed();
+                debug_assert!(v.windows(2).all(|w| w[0] <= w[1]));
+                d
+            })
+        }),
         rayon: Box::new(move |p| {
             let mut v = i3.to_vec();
             p.install(|| time(|| qsort_rayon(&mut v)))
@@ -538,4 +599,238 @@ pub fn run(opts: &StealBenchOpts) -> Vec<Record> {
     }
     idle_cpu(q, &mut out);
     out
+}
+
+/// The paper's Table 1: what a join costs when nobody steals, what promoting
+/// a latent frame costs, and what a steal costs end to end.
+fn table1(opts: &StealBenchOpts, out: &mut Vec<Record>) {
+    const CASE: &str = "table1";
+    let iters: u32 = if opts.quick { 2_000_000 } else { 10_000_000 };
+    let per = |d: Duration| d.as_secs_f64() * 1e9 / f64::from(iters);
+    let base = || {
+        time(|| {
+            for i in 0..iters {
+                black_box((black_box(i), black_box(i)));
+            }
+        })
+    };
+    let t_base = median_ms(opts.secs / 4.0, base) * 1e6 / f64::from(iters);
+    out.push(Record::new(
+        BENCH,
+        CASE,
+        "sequential",
+        "call_pair",
+        t_base,
+        "ns",
+    ));
+
+    let rt = runtime(1);
+    manycore_steal::attach(&rt).expect("attach");
+    let t = median_ms(opts.secs / 4.0, || {
+        on_rt(&rt, move || {
+            manycore_steal::with_ctx(|s| {
+                for i in 0..iters {
+                    black_box(s.join(|_| black_box(i), |_| black_box(i)));
+                }
+            })
+        })
+    }) * 1e6
+        / f64::from(iters);
+    out.push(Record::new(
+        BENCH,
+        CASE,
+        "manycore",
+        "join_not_stolen",
+        t - t_base,
+        "ns",
+    ));
+    let t = median_ms(opts.secs / 4.0, || {
+        on_rt(&rt, move || {
+            for i in 0..iters {
+                black_box(manycore_steal::join(|| black_box(i), || black_box(i)));
+            }
+        })
+    }) * 1e6
+        / f64::from(iters);
+    out.push(Record::new(
+        BENCH,
+        CASE,
+        "manycore-plain-join",
+        "join_not_stolen",
+        t - t_base,
+        "ns",
+    ));
+    rt.shutdown();
+
+    let p = rayon_pool(1);
+    let t = median_ms(opts.secs / 4.0, || {
+        p.install(|| {
+            time(|| {
+                for i in 0..iters {
+                    black_box(rayon::join(|| black_box(i), || black_box(i)));
+                }
+            })
+        })
+    }) * 1e6
+        / f64::from(iters);
+    out.push(Record::new(
+        BENCH,
+        CASE,
+        "rayon",
+        "join_not_stolen",
+        t - t_base,
+        "ns",
+    ));
+    drop(p);
+    let p = chili_pool(1);
+    let t = median_ms(opts.secs / 4.0, || {
+        let mut s = p.scope();
+        time(|| {
+            for i in 0..iters {
+                black_box(s.join(|_| black_box(i), |_| black_box(i)));
+            }
+        })
+    }) * 1e6
+        / f64::from(iters);
+    out.push(Record::new(
+        BENCH,
+        CASE,
+        "chili",
+        "join_not_stolen",
+        t - t_base,
+        "ns",
+    ));
+    drop(p);
+
+    // Promotion (MuSE's t_spawn analog): claim demand, unlink, publish, take back.
+    let mut v: Vec<f64> = (0..5)
+        .map(|_| manycore_steal::probe::promotion_cost(iters / 20).as_secs_f64() * 1e9)
+        .collect();
+    v.sort_by(|a, b| a.total_cmp(b));
+    out.push(Record::new(
+        BENCH,
+        CASE,
+        "manycore",
+        "promotion",
+        v[2],
+        "ns",
+    ));
+
+    // Steal, end to end: a join of two equal halves of busy work, with a
+    // heartbeat at every join, on two cores; cost = wall time - one half,
+    // over the joins whose second half was actually run by the other core.
+    let work: u64 = 40_000;
+    let half = {
+        let mut v: Vec<f64> = (0..21)
+            .map(|_| time(|| spin_work(work)).as_secs_f64())
+            .collect();
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[10]
+    };
+    let rt = runtime(2);
+    manycore_steal::attach(&rt).expect("attach");
+    let old = manycore_steal::max_sequential();
+    manycore_steal::set_max_sequential(1);
+    let rounds = if opts.quick { 300 } else { 1000 };
+    let mut stolen: Vec<f64> = rt.install(move || {
+        let mut v = Vec::new();
+        for _ in 0..rounds {
+            let before = manycore_steal::current_stats().unwrap_or_default();
+            let t = Instant::now();
+            black_box(manycore_steal::join(|| spin_work(work), || spin_work(work)));
+            let d = t.elapsed().as_secs_f64();
+            let after = manycore_steal::current_stats().unwrap_or_default();
+            if after.promotions > before.promotions && after.reclaims == before.reclaims {
+                v.push(d);
+            }
+        }
+        v
+    });
+    manycore_steal::set_max_sequential(old);
+    rt.shutdown();
+    let n = stolen.len();
+    stolen.sort_by(|a, b| a.total_cmp(b));
+    let cost = if n > 0 {
+        (stolen[n / 2] - half) * 1e9
+    } else {
+        f64::NAN
+    };
+    out.push(Record::new(BENCH, CASE, "manycore", "steal", cost, "ns"));
+    out.push(Record::new(
+        BENCH,
+        CASE,
+        "manycore",
+        "steal_samples",
+        n as f64,
+        "count",
+    ));
+    let _ = per;
+}
+
+/// The paper's Table 2: knary(4, m, 1000) on two cores while a busy thread
+/// competes for the second CPU; the ideal is the sum of throughputs, 1 + 1/2.
+fn table2(opts: &StealBenchOpts, p: Knary, ts: f64, out: &mut Vec<Record>) {
+    let case = format!("table2 knary(4,{},{}) +1 busy", p.m, p.i);
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let cpu = manycore_sync::cpu::original().get(1).copied();
+    let bg = std::thread::spawn(move || {
+        if let Some(c) = cpu {
+            let _ = manycore_sync::cpu::pin_current(c);
+        }
+        let mut x = 0u64;
+        while !s2.load(Ordering::Relaxed) {
+            x = black_box(spin_work(10_000).wrapping_add(x));
+        }
+    });
+    let rt = runtime(2);
+    manycore_steal::attach(&rt).expect("attach");
+    let t2 = median_ms(opts.secs, || {
+        on_rt(&rt, move || manycore_steal::with_ctx(|s| knary_mc(s, p, 0)))
+    });
+    rt.shutdown();
+    stop.store(true, Ordering::Relaxed);
+    bg.join().unwrap();
+    let s_max = 1.5;
+    out.push(Record::new(BENCH, &case, "sequential", "Ts", ts, "ms"));
+    out.push(Record::new(BENCH, &case, "manycore", "T2", t2, "ms"));
+    out.push(Record::new(
+        BENCH,
+        &case,
+        "manycore",
+        "speedup",
+        ts / t2,
+        "ratio",
+    ));
+    out.push(Record::new(BENCH, &case, "ideal", "S_max", s_max, "ratio"));
+    out.push(Record::new(
+        BENCH,
+        &case,
+        "manycore",
+        "utilized",
+        ts / t2 / s_max,
+        "ratio",
+    ));
+}
+
+/// CPU burnt by an attached, idle two-core runtime.
+fn idle_cpu(quick: bool, out: &mut Vec<Record>) {
+    let rt = runtime(2);
+    manycore_steal::attach(&rt).expect("attach");
+    rt.install(|| manycore_steal::with_ctx(|s| fib_mc(s, 20)));
+    std::thread::sleep(Duration::from_millis(100));
+    let span = if quick {
+        Duration::from_millis(500)
+    } else {
+        Duration::from_secs(2)
+    };
+    let c0 = manycore_sync::cpu::process_cpu_time();
+    let t0 = Instant::now();
+    std::thread::sleep(span);
+    let cpu = manycore_sync::cpu::process_cpu_time().saturating_sub(c0);
+    let per_sec = cpu.as_secs_f64() * 1e3 / t0.elapsed().as_secs_f64();
+    out.push(Record::new(
+        BENCH, "idle", "manycore", "idle_cpu", per_sec, "ms/s",
+    ));
+    rt.shutdown();
 }

@@ -15,7 +15,7 @@ fn fib_join(n: u64) -> u64 {
     let (a, b) = join(|| fib_join(n - 1), || fib_join(n - 2));
     a + b
 }
-fn fib_ctx(s: &Ctx<'_>, n: u64) -> u64 {
+fn fib_ctx(s: Ctx<'_>, n: u64) -> u64 {
     if n < 2 {
         return n;
     }
@@ -35,7 +35,34 @@ fn med(mut f: impl FnMut() -> u64) -> f64 {
     v[v.len() / 2]
 }
 
+fn mins(n: u64) {
+    let mut m = [f64::MAX; 3];
+    for _ in 0..40 {
+        let fs: [&dyn Fn() -> u64; 3] = [&|| fib_seq(n), &|| fib_join(n), &|| {
+            with_ctx(|s| fib_ctx(s, n))
+        }];
+        for (k, f) in fs.iter().enumerate() {
+            let t = Instant::now();
+            std::hint::black_box(f());
+            m[k] = m[k].min(t.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    println!(
+        "min: Ts {:.2}  join {:.2} ({:.2}x)  ctx {:.2} ({:.2}x)",
+        m[0],
+        m[1],
+        m[1] / m[0],
+        m[2],
+        m[2] / m[0]
+    );
+}
+
 fn main() {
+    if std::env::var("MINS").is_ok() {
+        return mins(std::hint::black_box(
+            std::env::args().nth(1).map_or(30, |s| s.parse().unwrap()),
+        ));
+    }
     let n: u64 = std::env::args().nth(1).map_or(30, |s| s.parse().unwrap());
     if let Some(ms) = std::env::args().nth(2) {
         manycore_steal::set_max_sequential(ms.parse().unwrap());
@@ -47,6 +74,10 @@ fn main() {
     for w in [1, 2] {
         let pool = ThreadPool::builder().workers(w).build();
         println!("T{w} join   {:.2} ms", med(|| pool.install(|| fib_join(n))));
-        println!("T{w} ctx    {:.2} ms  {:?}", med(|| pool.install(|| with_ctx(|s| fib_ctx(s, n)))), pool.stats());
+        println!(
+            "T{w} ctx    {:.2} ms  {:?}",
+            med(|| pool.install(|| with_ctx(|s| fib_ctx(s, n)))),
+            pool.stats()
+        );
     }
 }

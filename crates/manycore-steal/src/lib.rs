@@ -47,7 +47,7 @@
 //! ```
 //! use manycore_steal::{with_ctx, Ctx};
 //!
-//! fn fib(s: &Ctx<'_>, n: u64) -> u64 {
+//! fn fib(s: Ctx<'_>, n: u64) -> u64 {
 //!     if n < 2 { return n; }
 //!     let (a, b) = s.join(|s| fib(s, n - 1), |s| fib(s, n - 2));
 //!     a + b
@@ -74,6 +74,7 @@ pub use scope::{scope, Scope};
 pub use thread_pool::{ThreadPool, ThreadPoolBuilder};
 
 use raw::Local;
+use std::marker::PhantomData;
 
 /// Runs `a` and `b`, potentially in parallel, and returns both results.
 ///
@@ -90,39 +91,86 @@ where
     RA: Send,
     RB: Send,
 {
-    raw::with_local(|l| raw::join(l, move |_: &Local| a(), move |_: &Local| b()))
+    raw::with_local(|l| {
+        raw::join::<true, _, _, _, _>(l, l.tail.get(), move |_| a(), move |_, _, _| b())
+    })
 }
 
+/// How many recorded (latent) joins a [`Ctx`] chain holds at most: deeper
+/// joins of the context form run as plain calls (still counted by the
+/// heartbeat, which still polls and serves demand). Promotion takes the
+/// oldest frames, so the window only bounds how much small work is latent at
+/// once, as chili's join does; a chain shortens as the recursion returns, and
+/// joins below it are recorded again.
+pub const LATENT_WINDOW: u32 = 8;
+
 /// The context-passing form of [`join`] (as in `chili`): a handle on the
-/// calling worker's latent list, passed down the recursion so that each join
-/// skips the thread-local lookup. Not `Send`: it belongs to one thread.
+/// calling worker and its chain of latent frames, passed down the recursion
+/// by value, so that a join touches no thread-local state but the heartbeat
+/// counter. Not `Send`: it belongs to one thread.
 #[derive(Debug, Clone, Copy)]
 pub struct Ctx<'a> {
-    local: &'a Local,
+    /// The innermost frame of this context's join chain.
+    tail: *const raw::JobHeader,
+    /// Recorded frames on the chain (at most [`LATENT_WINDOW`]).
+    depth: u32,
+    _worker: PhantomData<&'a Local>,
 }
 
 impl Ctx<'_> {
     /// [`join`], passing each closure the context of the worker that runs it.
+    /// Records `b` as latent work while the chain holds fewer than
+    /// [`LATENT_WINDOW`] frames; below that, runs `a` then `b` as plain calls.
     #[inline]
-    pub fn join<A, B, RA, RB>(&self, a: A, b: B) -> (RA, RB)
+    pub fn join<A, B, RA, RB>(self, a: A, b: B) -> (RA, RB)
     where
-        A: FnOnce(&Ctx<'_>) -> RA + Send,
-        B: FnOnce(&Ctx<'_>) -> RB + Send,
+        A: FnOnce(Ctx<'_>) -> RA + Send,
+        B: FnOnce(Ctx<'_>) -> RB + Send,
         RA: Send,
         RB: Send,
     {
-        raw::join(
-            self.local,
-            move |l: &Local| a(&Ctx { local: l }),
-            move |l: &Local| b(&Ctx { local: l }),
-        )
+        let (tail, depth) = (self.tail, self.depth);
+        raw::with_local_flat(|local| {
+            if depth >= LATENT_WINDOW {
+                return raw::join_unrecorded(local, tail, move || a(self), move || b(self));
+            }
+            raw::join::<false, _, _, _, _>(
+                local,
+                tail,
+                move |t| {
+                    a(Ctx {
+                        tail: t,
+                        depth: depth + 1,
+                        _worker: PhantomData,
+                    })
+                },
+                // On a thief the chain starts afresh.
+                move |_, t, stolen| {
+                    b(Ctx {
+                        tail: t,
+                        depth: if stolen { 0 } else { depth },
+                        _worker: PhantomData,
+                    })
+                },
+            )
+        })
     }
 }
 
 /// Runs `f` with the calling thread's [`Ctx`].
 #[inline]
-pub fn with_ctx<R>(f: impl FnOnce(&Ctx<'_>) -> R) -> R {
-    raw::with_local(|l| f(&Ctx { local: l }))
+pub fn with_ctx<R>(f: impl FnOnce(Ctx<'_>) -> R) -> R {
+    let tail = raw::with_local(|l| l.tail.get());
+    f(Ctx {
+        tail,
+        depth: 0,
+        _worker: PhantomData,
+    })
+}
+
+/// Steal counters of the pool the calling thread is a worker of, if any.
+pub fn current_stats() -> Option<StealStats> {
+    pool::current().map(|(p, _)| p.stats())
 }
 
 /// Called at a thread's first heartbeat when it is no pool's worker yet: if it

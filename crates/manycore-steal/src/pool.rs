@@ -103,7 +103,9 @@ impl Pool {
     pub(crate) fn new(n: usize, host: Box<dyn Host>, spin: Duration) -> Self {
         let n = n.clamp(1, MAX_WORKERS);
         Self {
-            workers: (0..n).map(|_| CachePadded::new(WorkerShared::default())).collect(),
+            workers: (0..n)
+                .map(|_| CachePadded::new(WorkerShared::default()))
+                .collect(),
             hungry: CachePadded::new(AtomicU64::new(0)),
             host,
             spin,
@@ -147,7 +149,10 @@ impl Pool {
             return None;
         }
         // Acquire, as above. Fails only if the owner took the job back.
-        if mb.compare_exchange(m, EMPTY, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+        if mb
+            .compare_exchange(m, EMPTY, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
             NonNull::new(m as *mut JobHeader)
         } else {
             None
@@ -194,9 +199,9 @@ impl Pool {
 
     /// At a heartbeat of worker `me`: hand the oldest latent frame to a hungry
     /// worker, if there is one.
-    fn serve(&self, local: &Local, me: usize) {
+    fn serve(&self, start: *const JobHeader, me: usize) {
         let hint = self.hungry.load(Ordering::Relaxed) & !(1u64 << me);
-        if hint == 0 || local.tail.get().is_null() {
+        if hint == 0 {
             return;
         }
         let t = hint.trailing_zeros() as usize;
@@ -205,7 +210,9 @@ impl Pool {
         if self.hungry.fetch_and(!bit, Ordering::Acquire) & bit == 0 {
             return; // another victim claimed this thief
         }
-        let Some(p) = raw::promote_oldest(local, me, t) else { return };
+        let Some(p) = raw::promote_oldest(start, me, t) else {
+            return;
+        };
         // Release; pairs with the Acquire load/CAS in `take_job`: the thief
         // sees `b` and `owner` as written by this thread.
         match self.workers[t].mailbox.compare_exchange(
@@ -219,7 +226,7 @@ impl Pool {
                 self.wake(t);
             }
             // The thief withdrew: the frame was never seen, put it back.
-            Err(_) => raw::unpromote(local, p),
+            Err(_) => raw::unpromote(p),
         }
     }
 
@@ -325,7 +332,7 @@ pub fn max_poll_gap() -> Duration {
 /// poll the scheduler's messages and serve demand.
 #[cold]
 #[inline(never)]
-pub(crate) fn heartbeat(local: &Local) {
+pub(crate) fn heartbeat(local: &Local, start: *const JobHeader) {
     local.beat.set(max_sequential() - 1);
     if !local.checked.get() {
         local.checked.set(true);
@@ -345,7 +352,7 @@ pub(crate) fn heartbeat(local: &Local) {
             }
         }
         p.host.poll_once();
-        p.serve(local, me);
+        p.serve(start, me);
     });
 }
 
@@ -366,7 +373,11 @@ pub(crate) fn wait_stolen(local: &Local, job: &JobHeader) -> bool {
         return false;
     }
     let ec = &pool.workers[me].ec;
-    let mut spin = SpinBudget::new(if cfg!(loom) { Duration::ZERO } else { pool.spin });
+    let mut spin = SpinBudget::new(if cfg!(loom) {
+        Duration::ZERO
+    } else {
+        pool.spin
+    });
     loop {
         if raw::is_done(job) {
             break;

@@ -5,15 +5,16 @@
 //!
 //! Invariants the `SAFETY` comments below rely on:
 //!
-//! * **L1 (liveness).** Every frame on a thread's latent list lives in the
-//!   stack frame of a `join` call that is still running on that thread: `join`
-//!   links its frame before running `a` and unlinks it (or finds it promoted)
-//!   before it returns, on every path, unwinding included (`a` and the
-//!   heartbeat run inside `catch_unwind`).
+//! * **L1 (liveness).** A frame lives in the stack frame of its `join` call,
+//!   which does not return (nor unwind) before `a` has returned and `b` has
+//!   run or been collected. A frame's `prev` is the frame whose `a` (directly
+//!   or through a `b` run inline) created it, so `prev` outlives it; the
+//!   thread-local head `Local::tail` is set to a frame only while its `a`
+//!   runs. Hence every chain a thread walks, from a frame of a running join,
+//!   consists of live frames.
 //! * **L2 (ownership).** Only the owning thread reads or writes the list and the
 //!   frames' `prev`/`thief` cells; `Local` is `!Sync` and never leaves its thread.
-//! * **P (promotion).** A promoted frame is unlinked and its `prev` set to
-//!   [`promoted`]. From the successful publication of its address (a Release CAS
+//! * **P (promotion).** A promoted frame has `thief != 0`. From the successful publication of its address (a Release CAS
 //!   into a thief's mailbox, `pool.rs`) until either the owner takes it back out
 //!   of that mailbox or the thief's Release store of `done`, the thief owns the
 //!   closure `b` and the result slot; the owner touches neither, and does not
@@ -25,12 +26,14 @@ use std::cell::Cell;
 use std::mem::MaybeUninit;
 use std::panic::{self, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
+
 use std::thread::Result as ThreadResult;
 
-/// Per-thread, owner-only state: the latent list and the heartbeat counter.
+/// Per-thread, owner-only state: the head of the latent chain for the plain
+/// `join`, and the heartbeat counter.
 #[derive(Debug)]
 pub(crate) struct Local {
-    /// Newest latent frame (null: the list is empty).
+    /// Newest frame of the plain `join` (null: none running).
     pub(crate) tail: Cell<*const JobHeader>,
     /// Joins left until the next heartbeat.
     pub(crate) beat: Cell<u32>,
@@ -66,12 +69,25 @@ pub(crate) fn with_local<R>(f: impl FnOnce(&Local) -> R) -> R {
     LOCAL.with(f)
 }
 
+/// Calls `f` with this thread's [`Local`] without wrapping `f` in the
+/// thread-local accessor (which the optimiser would then not inline into a
+/// recursion).
+#[inline(always)]
+pub(crate) fn with_local_flat<R>(f: impl FnOnce(&Local) -> R) -> R {
+    let p: *const Local = LOCAL.with(|l| l as *const Local);
+    // SAFETY: the thread-local lives until this thread exits, and `f` runs on
+    // this thread now; the reference does not outlive the call.
+    f(unsafe { &*p })
+}
+
 /// The type-erased head of a latent job frame.
 #[derive(Debug)]
 pub(crate) struct JobHeader {
-    /// Owner-only: the next older latent frame, or [`promoted`].
-    prev: Cell<*const JobHeader>,
-    /// Owner-only: the thief the frame was handed to (valid once promoted).
+    /// Owner-only, immutable: the enclosing (older) frame when this one was
+    /// linked, or null. Older frames outlive this one (they are further up
+    /// the same stack).
+    prev: *const JobHeader,
+    /// Owner-only: 0 while latent; 1 + the thief's index once promoted.
     thief: Cell<usize>,
     /// Runs `b` on a thief; returns the owner's worker index.
     run: unsafe fn(*const JobHeader, &Local) -> usize,
@@ -79,13 +95,6 @@ pub(crate) struct JobHeader {
     owner: UnsafeCell<usize>,
     /// Set (Release) by the thief when `b` has run and its result is stored.
     done: AtomicBool,
-}
-
-/// The sentinel `prev` of a promoted frame (never the address of a real frame:
-/// frames are at least 8-aligned and live on a stack, never at the dangling address).
-#[inline(always)]
-fn promoted() -> *const JobHeader {
-    NonNull::<JobHeader>::dangling().as_ptr()
 }
 
 /// A latent job: `b` and the slot for its result, on the stack of `join`.
@@ -98,14 +107,14 @@ struct Frame<B, RB> {
 
 impl<B, RB> Frame<B, RB>
 where
-    B: FnOnce(&Local) -> RB + Send,
+    B: FnOnce(&Local, *const JobHeader, bool) -> RB + Send,
     RB: Send,
 {
     #[inline(always)]
     fn new(b: B, prev: *const JobHeader) -> Self {
         Self {
             header: JobHeader {
-                prev: Cell::new(prev),
+                prev,
                 thief: Cell::new(0),
                 run: run_frame::<B, RB>,
                 owner: UnsafeCell::new(0),
@@ -145,7 +154,7 @@ where
 /// calling thread (invariant P), and it is run once.
 unsafe fn run_frame<B, RB>(job: *const JobHeader, local: &Local) -> usize
 where
-    B: FnOnce(&Local) -> RB + Send,
+    B: FnOnce(&Local, *const JobHeader, bool) -> RB + Send,
     RB: Send,
 {
     // SAFETY: `job` points to the header at offset 0 of a live `Frame<B, RB>`
@@ -153,7 +162,7 @@ where
     let frame = unsafe { &*job.cast::<Frame<B, RB>>() };
     // SAFETY: under invariant P the thief owns `b` now, and runs it once.
     let b = unsafe { frame.take_b() };
-    let r = panic::catch_unwind(AssertUnwindSafe(|| b(local)));
+    let r = panic::catch_unwind(AssertUnwindSafe(|| b(local, local.tail.get(), true)));
     // SAFETY: the thief owns the result slot until it publishes `done`.
     frame.result.with_mut(|p| unsafe { (*p).write(r) });
     // SAFETY: `owner` was written before publication (Release CAS, observed
@@ -187,113 +196,126 @@ pub(crate) fn is_done(job: &JobHeader) -> bool {
 
 /// The thief a promoted frame was handed to (owner only).
 pub(crate) fn thief_of(job: &JobHeader) -> usize {
-    job.thief.get()
+    job.thief.get() - 1
 }
 
-/// What [`promote_oldest`] changed, so that [`unpromote`] can undo it.
+/// A frame handed out by [`promote_oldest`], to be undone by [`unpromote`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Promotion {
     pub(crate) job: NonNull<JobHeader>,
-    newer: *const JobHeader,
 }
 
-/// Unlinks the oldest latent frame of this thread and marks it promoted, to be
-/// handed to worker `thief`. Returns `None` if the list is empty.
-pub(crate) fn promote_oldest(local: &Local, owner: usize, thief: usize) -> Option<Promotion> {
-    let mut cur = local.tail.get();
-    if cur.is_null() {
-        return None;
-    }
-    let mut newer: *const JobHeader = ptr::null();
-    loop {
-        // SAFETY: `cur` is on the latent list, hence live (L1) and ours (L2).
-        let prev = unsafe { (*cur).prev.get() };
-        if prev.is_null() {
-            break;
-        }
-        newer = cur;
-        cur = prev;
-    }
-    // SAFETY: `cur` and `newer` (if not null) are on the list: live, ours.
+/// Marks the oldest latent frame on the chain that starts at `start` (the
+/// frame of the join whose heartbeat this is) promoted, to be handed to
+/// worker `thief`. The chain ends at null or at a promoted frame: frames are
+/// promoted oldest first, so everything beyond one is promoted too.
+pub(crate) fn promote_oldest(
+    start: *const JobHeader,
+    owner: usize,
+    thief: usize,
+) -> Option<Promotion> {
+    let mut oldest: *const JobHeader = ptr::null();
+    let mut cur = start;
+    // SAFETY: every frame on the chain is live (L1: an enclosing frame outlives
+    // the frames linked under it) and owned by this thread (L2).
     unsafe {
-        let oldest = &*cur;
-        oldest.prev.set(promoted());
-        oldest.thief.set(thief);
-        // Not yet published: no other thread can access `owner`.
-        oldest.owner.with_mut(|p| *p = owner);
-        if newer.is_null() {
-            local.tail.set(ptr::null());
-        } else {
-            (*newer).prev.set(ptr::null());
+        while !cur.is_null() && (*cur).thief.get() == 0 {
+            oldest = cur;
+            cur = (*cur).prev;
         }
     }
-    Some(Promotion { job: NonNull::from(
-        // SAFETY: `cur` is non-null (checked above).
-        unsafe { &*cur },
-    ), newer })
+    let job = NonNull::new(oldest.cast_mut())?;
+    // SAFETY: `oldest` is a live latent frame of this thread, not yet published,
+    // so no other thread accesses `owner`.
+    unsafe {
+        let f = job.as_ref();
+        f.thief.set(thief + 1);
+        f.owner.with_mut(|p| *p = owner);
+    }
+    Some(Promotion { job })
 }
 
 /// Undoes a [`promote_oldest`] whose publication failed (the frame was never
-/// seen by another thread). Nothing else touched the list in between.
-pub(crate) fn unpromote(local: &Local, p: Promotion) {
-    let job = p.job.as_ptr().cast_const();
-    // SAFETY: the frame and `newer` are still on this thread's stack (L1) and
-    // were never published, so they are ours alone (L2).
-    unsafe {
-        (*job).prev.set(ptr::null());
-        if p.newer.is_null() {
-            local.tail.set(job);
-        } else {
-            (*p.newer).prev.set(job);
-        }
-    }
+/// seen by another thread).
+pub(crate) fn unpromote(p: Promotion) {
+    // SAFETY: the frame is still live on this thread's stack (L1) and was
+    // never published, so it is ours alone (L2).
+    unsafe { p.job.as_ref().thief.set(0) };
 }
 
 /// The heart of `join`: records `b` as latent, runs `a`, then runs `b` inline
 /// if it is still latent, or collects it from the thief that took it.
 ///
+/// `tail` is the enclosing latent frame (the chain promotion walks); `a` is
+/// given this join's frame as its `tail`. With `TLS`, the thread-local list
+/// head follows along (the plain `join`); the context form passes the chain
+/// in its `Ctx` instead and touches no thread-local state but the heartbeat.
+///
 /// Fast path: a few plain loads and stores; no atomic RMW, fence or allocation.
 #[inline(always)]
-pub(crate) fn join<A, B, RA, RB>(local: &Local, a: A, b: B) -> (RA, RB)
+pub(crate) fn join<const TLS: bool, A, B, RA, RB>(
+    local: &Local,
+    tail: *const JobHeader,
+    a: A,
+    b: B,
+) -> (RA, RB)
 where
-    A: FnOnce(&Local) -> RA,
-    B: FnOnce(&Local) -> RB + Send,
+    A: FnOnce(*const JobHeader) -> RA,
+    B: FnOnce(&Local, *const JobHeader, bool) -> RB + Send,
     RB: Send,
 {
-    let frame = Frame::new(b, local.tail.get());
-    local.tail.set(&frame.header);
+    let frame = Frame::new(b, tail);
+    let me: *const JobHeader = &frame.header;
+    if TLS {
+        local.tail.set(me);
+    }
     let ra = panic::catch_unwind(AssertUnwindSafe(|| {
         let n = local.beat.get();
         if n == 0 {
-            crate::pool::heartbeat(local);
+            crate::pool::heartbeat(local, me);
         } else {
             local.beat.set(n - 1);
         }
-        a(local)
+        a(me)
     }));
-    let prev = frame.header.prev.get();
-    if prev != promoted() {
-        // Still latent: every newer frame has been unlinked, so this is the tail.
-        local.tail.set(prev);
+    if TLS {
+        local.tail.set(tail);
+    }
+    if frame.header.thief.get() == 0 {
         // SAFETY: never published (not promoted), so the owner owns `b`; taken once.
         let b = unsafe { frame.take_b() };
-        finish_inline(local, ra, b)
+        finish_inline(ra, move || b(local, tail, false))
     } else {
-        join_promoted(local, &frame, ra)
+        join_promoted(local, tail, &frame, ra)
     }
 }
 
+/// A join of the context form below its latent window: `a` then `b` as plain
+/// calls, with the heartbeat counted, and Rayon's panic semantics.
 #[inline(always)]
-fn finish_inline<RA, RB>(
+pub(crate) fn join_unrecorded<RA, RB>(
     local: &Local,
-    ra: ThreadResult<RA>,
-    b: impl FnOnce(&Local) -> RB,
+    tail: *const JobHeader,
+    a: impl FnOnce() -> RA,
+    b: impl FnOnce() -> RB,
 ) -> (RA, RB) {
+    let n = local.beat.get();
+    if n == 0 {
+        crate::pool::heartbeat(local, tail);
+    } else {
+        local.beat.set(n - 1);
+    }
+    let ra = panic::catch_unwind(AssertUnwindSafe(a));
+    finish_inline(ra, b)
+}
+
+#[inline(always)]
+fn finish_inline<RA, RB>(ra: ThreadResult<RA>, b: impl FnOnce() -> RB) -> (RA, RB) {
     match ra {
-        Ok(ra) => (ra, b(local)),
+        Ok(ra) => (ra, b()),
         Err(p) => {
             // Rayon semantics: both closures run; `a`'s panic wins.
-            let _ = panic::catch_unwind(AssertUnwindSafe(|| b(local)));
+            let _ = panic::catch_unwind(AssertUnwindSafe(b));
             panic::resume_unwind(p)
         }
     }
@@ -301,9 +323,14 @@ fn finish_inline<RA, RB>(
 
 #[cold]
 #[inline(never)]
-fn join_promoted<B, RA, RB>(local: &Local, frame: &Frame<B, RB>, ra: ThreadResult<RA>) -> (RA, RB)
+fn join_promoted<B, RA, RB>(
+    local: &Local,
+    tail: *const JobHeader,
+    frame: &Frame<B, RB>,
+    ra: ThreadResult<RA>,
+) -> (RA, RB)
 where
-    B: FnOnce(&Local) -> RB + Send,
+    B: FnOnce(&Local, *const JobHeader, bool) -> RB + Send,
     RB: Send,
 {
     if crate::pool::wait_stolen(local, &frame.header) {
@@ -317,6 +344,6 @@ where
         // SAFETY: the owner took the job back out of the thief's mailbox
         // before the thief saw it, so the owner owns `b` again; taken once.
         let b = unsafe { frame.take_b() };
-        finish_inline(local, ra, b)
+        finish_inline(ra, move || b(local, tail, false))
     }
 }

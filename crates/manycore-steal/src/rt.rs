@@ -40,7 +40,9 @@ static REGISTRY: Mutex<Vec<(u64, Weak<Pool>)>> = Mutex::new(Vec::new());
 
 fn lookup(id: u64) -> Option<Arc<Pool>> {
     let reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
-    reg.iter().find(|(i, _)| *i == id).and_then(|(_, w)| w.upgrade())
+    reg.iter()
+        .find(|(i, _)| *i == id)
+        .and_then(|(_, w)| w.upgrade())
 }
 
 /// Makes `rt`'s cores steal from each other: installs the steal pool's idle
@@ -53,10 +55,15 @@ pub fn attach(rt: &Runtime) -> Result<(), Error> {
     if reg.iter().any(|(i, _)| *i == rt.id()) {
         return Ok(());
     }
-    let host = RtHost { cores: rt.cores().to_vec() };
+    let host = RtHost {
+        cores: rt.cores().to_vec(),
+    };
     // An owner waiting for a stolen job spins as briefly as the runtime's
     // idle policy allows, then sleeps.
-    let spin = rt.idle_policy().spin_budget().min(Duration::from_micros(20));
+    let spin = rt
+        .idle_policy()
+        .spin_budget()
+        .min(Duration::from_micros(20));
     let pool = Arc::new(Pool::new(rt.num_cores(), Box::new(host), spin));
     rt.set_idle_hook(Arc::new(Hook(pool.clone())))?;
     reg.push((rt.id(), Arc::downgrade(&pool)));

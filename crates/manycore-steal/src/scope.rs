@@ -31,7 +31,10 @@ impl<'scope> Scope<'scope> {
     where
         F: FnOnce(&Scope<'scope>) + Send + 'scope,
     {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner()).push(Box::new(body));
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Box::new(body));
     }
 
     fn record(&self, p: Box<dyn Any + Send + 'static>) {
@@ -64,7 +67,10 @@ where
     OP: FnOnce(&Scope<'scope>) -> R + Send,
     R: Send,
 {
-    let s = Scope { pending: Mutex::new(Vec::new()), panic: Mutex::new(None) };
+    let s = Scope {
+        pending: Mutex::new(Vec::new()),
+        panic: Mutex::new(None),
+    };
     let r = panic::catch_unwind(AssertUnwindSafe(|| op(&s)));
     loop {
         let batch = std::mem::take(&mut *s.pending.lock().unwrap_or_else(|e| e.into_inner()));

@@ -85,7 +85,12 @@ impl ThreadPoolBuilder {
                 })
             })
             .collect();
-        ThreadPool { pool, stop, threads, entry: Mutex::new(()) }
+        ThreadPool {
+            pool,
+            stop,
+            threads,
+            entry: Mutex::new(()),
+        }
     }
 }
 

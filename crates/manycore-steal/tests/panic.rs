@@ -15,7 +15,10 @@ fn busy(n: u64) -> u64 {
 }
 
 fn msg(p: Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned()).unwrap_or_default()
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
 }
 
 fn check(pool: Option<&ThreadPool>) {
@@ -66,7 +69,10 @@ fn check(pool: Option<&ThreadPool>) {
 
         // Deep inside a tree, then the worker is still usable.
         let r = run(&|| {
-            join(|| busy(14), || join(|| busy(10), || -> u64 { panic!("deep") }));
+            join(
+                || busy(14),
+                || join(|| busy(10), || -> u64 { panic!("deep") }),
+            );
         });
         assert_eq!(msg(r.unwrap_err()), "deep");
         let ok = match pool {

@@ -40,7 +40,7 @@ fn par(t: &Tree) -> u64 {
     }
 }
 
-fn par_ctx(s: &Ctx<'_>, t: &Tree) -> u64 {
+fn par_ctx(s: Ctx<'_>, t: &Tree) -> u64 {
     match t {
         Tree::Leaf(v) => *v,
         Tree::Node(l, r) => {

@@ -17,7 +17,7 @@ fn fib(n: u64) -> u64 {
     a + b
 }
 
-fn fib_ctx(s: &Ctx<'_>, n: u64) -> u64 {
+fn fib_ctx(s: Ctx<'_>, n: u64) -> u64 {
     if n < 2 {
         return n;
     }
@@ -28,7 +28,9 @@ fn fib_ctx(s: &Ctx<'_>, n: u64) -> u64 {
 fn rt(n: usize) -> Runtime {
     Runtime::builder()
         .cores(n)
-        .idle(IdlePolicy::Hybrid { spin: Duration::from_micros(20) })
+        .idle(IdlePolicy::Hybrid {
+            spin: Duration::from_micros(20),
+        })
         .pin(false)
         .build()
         .unwrap()

@@ -12,7 +12,7 @@ fn fib(n: u64) -> u64 {
     a + b
 }
 
-fn fib_ctx(s: &Ctx<'_>, n: u64) -> u64 {
+fn fib_ctx(s: Ctx<'_>, n: u64) -> u64 {
     if n < 2 {
         return n;
     }
