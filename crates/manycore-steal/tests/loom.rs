@@ -68,3 +68,16 @@ fn three_workers_leapfrog() {
         drop(pool);
     });
 }
+
+#[test]
+fn context_form_chain() {
+    model(|| {
+        manycore_steal::set_max_sequential(1);
+        let pool = ThreadPool::builder().workers(2).build();
+        let r = pool.install(|| {
+            manycore_steal::with_ctx(|s| s.join(|s| s.join(|_| 1, |_| 2), |s| s.join(|_| 3, |_| 4)))
+        });
+        assert_eq!(r, ((1, 2), (3, 4)));
+        drop(pool);
+    });
+}
