@@ -734,7 +734,8 @@ fn table1(opts: &StealBenchOpts, out: &mut Vec<Record>) {
         for _ in 0..rounds {
             let before = manycore_steal::current_stats().unwrap_or_default();
             let t = Instant::now();
-            let (ta, tb) = manycore_steal::join(|| time(|| spin_work(work)), || time(|| spin_work(work)));
+            let (ta, tb) =
+                manycore_steal::join(|| time(|| spin_work(work)), || time(|| spin_work(work)));
             let d = t.elapsed();
             let after = manycore_steal::current_stats().unwrap_or_default();
             if after.promotions > before.promotions && after.reclaims == before.reclaims {
@@ -749,7 +750,14 @@ fn table1(opts: &StealBenchOpts, out: &mut Vec<Record>) {
     stolen.sort_by(|a, b| a.total_cmp(b));
     let cost = if n > 0 { stolen[n / 2] * 1e9 } else { f64::NAN };
     out.push(Record::new(BENCH, CASE, "manycore", "steal", cost, "ns"));
-    out.push(Record::new(BENCH, CASE, "manycore", "steal_samples", n as f64, "count"));
+    out.push(Record::new(
+        BENCH,
+        CASE,
+        "manycore",
+        "steal_samples",
+        n as f64,
+        "count",
+    ));
 }
 
 /// The paper's Table 2: knary(4, m, 1000) on two cores while a busy thread

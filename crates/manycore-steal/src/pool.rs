@@ -22,6 +22,9 @@ pub(crate) const EMPTY: usize = 0;
 /// Mailbox value: asking for work (any larger value is a job's address).
 pub(crate) const HUNGRY: usize = 1;
 
+/// Largest heartbeat interval multiplier after promotions that came back unstolen.
+const MAX_BACKOFF: u32 = 16;
+
 /// Default number of joins between two heartbeats.
 pub const DEFAULT_MAX_SEQUENTIAL: u32 = 256;
 
@@ -333,7 +336,9 @@ pub fn max_poll_gap() -> Duration {
 #[cold]
 #[inline(never)]
 pub(crate) fn heartbeat(local: &Local, start: *const JobHeader) {
-    local.beat.set(max_sequential() - 1);
+    local
+        .beat
+        .set(max_sequential().saturating_mul(local.backoff.get()) - 1);
     if !local.checked.get() {
         local.checked.set(true);
         if with_bound(|b| b.is_none()) {
@@ -370,6 +375,9 @@ pub(crate) fn wait_stolen(local: &Local, job: &JobHeader) -> bool {
         .is_ok()
     {
         pool.counters.reclaims.fetch_add(1, Ordering::Relaxed);
+        local
+            .backoff
+            .set((local.backoff.get() * 2).min(MAX_BACKOFF));
         return false;
     }
     let ec = &pool.workers[me].ec;
@@ -410,6 +418,6 @@ pub(crate) fn wait_stolen(local: &Local, job: &JobHeader) -> bool {
     if let Some(j) = pool.withdraw(me) {
         pool.run_job(j, local);
     }
-    local.last_poll.set(0);
+    local.backoff.set(1);
     true
 }
