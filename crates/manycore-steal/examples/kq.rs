@@ -58,7 +58,18 @@ fn main() {
         })
         .collect();
     let mut best = [f64::MAX; 3];
+    let mut core_seq = f64::MAX;
+    let mut main_ctx = f64::MAX;
     for _ in 0..9 {
+        let d = rts[0].install(move || {
+            let t = Instant::now();
+            black_box(kseq(m, i, 0));
+            t.elapsed()
+        });
+        core_seq = core_seq.min(d.as_secs_f64() * 1e3);
+        let t = Instant::now();
+        black_box(with_ctx(|s| kmc(s, m, i, 0)));
+        main_ctx = main_ctx.min(t.elapsed().as_secs_f64() * 1e3);
         let t = Instant::now();
         black_box(kseq(m, i, 0));
         best[0] = best[0].min(t.elapsed().as_secs_f64() * 1e3);
@@ -71,6 +82,7 @@ fn main() {
             best[k + 1] = best[k + 1].min(d.as_secs_f64() * 1e3);
         }
     }
+    println!("seq on core0 {core_seq:.2}  ctx on main thread {main_ctx:.2}");
     println!(
         "knary(4,{m},{i}) min: Ts {:.2}  T1 {:.2} ({:.3})  T2 {:.2} (Ts/T2 {:.2})  {:?}",
         best[0],
