@@ -385,7 +385,7 @@ fn run_workload(
         run_one(k);
     }
     let reps = ((opts.secs / est) as usize).clamp(3, 21);
-    let mut v = vec![Vec::with_capacity(reps); 7];
+    let mut v: Vec<Vec<f64>> = (0..7).map(|_| Vec::with_capacity(reps)).collect();
     for _ in 0..reps {
         for (k, vk) in v.iter_mut().enumerate() {
             vk.push(run_one(k).as_secs_f64() * 1e3);
