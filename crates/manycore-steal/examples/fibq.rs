@@ -19,7 +19,7 @@ fn fib_ctx(s: Ctx<'_>, n: u64) -> u64 {
     if n < 2 {
         return n;
     }
-    let (a, b) = s.join(|s| fib_ctx(s, n - 1), |s| fib_ctx(s, n - 2));
+    let (a, b) = s.join(move |s| fib_ctx(s, n - 1), move |s| fib_ctx(s, n - 2));
     a + b
 }
 

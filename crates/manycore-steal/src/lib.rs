@@ -134,27 +134,47 @@ impl Ctx<'_> {
             if depth >= LATENT_WINDOW {
                 return raw::join_unrecorded(local, tail, move || a(self), move || b(self));
             }
-            raw::join::<false, _, _, _, _>(
-                local,
-                tail,
-                move |t| {
-                    a(Ctx {
-                        tail: t,
-                        depth: depth + 1,
-                        _worker: PhantomData,
-                    })
-                },
-                // On a thief the chain starts afresh.
-                move |_, t, stolen| {
-                    b(Ctx {
-                        tail: t,
-                        depth: if stolen { 0 } else { depth },
-                        _worker: PhantomData,
-                    })
-                },
-            )
+            join_recorded(local, tail, depth, a, b)
         })
     }
+}
+
+/// The recorded join of the context form, kept out of line: the caller's own
+/// frame then holds no escaping stack slot on the common (unrecorded) path,
+/// so the optimiser can treat that path like plain recursion.
+#[inline(never)]
+fn join_recorded<A, B, RA, RB>(
+    local: &Local,
+    tail: *const raw::JobHeader,
+    depth: u32,
+    a: A,
+    b: B,
+) -> (RA, RB)
+where
+    A: FnOnce(Ctx<'_>) -> RA + Send,
+    B: FnOnce(Ctx<'_>) -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    raw::join::<false, _, _, _, _>(
+        local,
+        tail,
+        move |t| {
+            a(Ctx {
+                tail: t,
+                depth: depth + 1,
+                _worker: PhantomData,
+            })
+        },
+        // On a thief the chain starts afresh.
+        move |_, t, stolen| {
+            b(Ctx {
+                tail: t,
+                depth: if stolen { 0 } else { depth },
+                _worker: PhantomData,
+            })
+        },
+    )
 }
 
 /// Runs `f` with the calling thread's [`Ctx`].
