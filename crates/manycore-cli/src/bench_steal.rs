@@ -312,13 +312,18 @@ fn time<R>(f: impl FnOnce() -> R) -> Duration {
     t.elapsed()
 }
 
+/// Cores are not pinned by default, like the peers' threads: on a shared
+/// machine a pinned core cannot move off a CPU that another tenant is using
+/// (and other manycore benchmarks pin their core 0 to the same CPU). Set
+/// `MANYCORE_STEAL_PIN=1` to pin.
 fn runtime(cores: usize) -> Runtime {
+    let pin = std::env::var("MANYCORE_STEAL_PIN").is_ok_and(|v| v == "1");
     Runtime::builder()
         .cores(cores)
         .idle(IdlePolicy::Hybrid {
             spin: Duration::from_micros(50),
         })
-        .pin(true)
+        .pin(pin)
         .build()
         .expect("runtime")
 }
