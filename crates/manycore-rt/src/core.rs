@@ -162,6 +162,82 @@ impl Core {
         Invocation::new(c, self.shared.idle.spin_budget())
     }
 
+    /// Spawns `f` into this core's scheduler queue with attributes: under
+    /// [`Scheduler::Priority`](crate::Scheduler::Priority) higher
+    /// [`Priority`](crate::Priority) runs first, under
+    /// [`Scheduler::Edf`](crate::Scheduler::Edf) the earliest
+    /// [`Deadline`](crate::Deadline), under FIFO arrival order.
+    ///
+    /// ```
+    /// use manycore_rt::{Deadline, Runtime, Scheduler};
+    /// use std::time::{Duration, Instant};
+    /// let rt = Runtime::builder().cores(1).scheduler(Scheduler::Edf).build().unwrap();
+    /// let now = Instant::now();
+    /// rt.core(0).spawn_with(Deadline(now + Duration::from_millis(5)), || println!("sooner")).unwrap();
+    /// ```
+    pub fn spawn_with<F>(
+        &self,
+        attrs: impl Into<crate::sched::TaskAttrs>,
+        f: F,
+    ) -> Result<(), InvokeError>
+    where
+        F: FnOnce() + Send + 'static,
+    {
+        let attrs = attrs.into();
+        let task = Message::new(f);
+        self.send(Message::new(move || {
+            scheduler::with_local(|l| {
+                if let Some(l) = l {
+                    l.tasks.push(attrs, task);
+                }
+            })
+        }))
+    }
+
+    /// [`call`](Self::call) through this core's scheduler queue, with attributes.
+    pub fn call_with<T, F>(&self, attrs: impl Into<crate::sched::TaskAttrs>, f: F) -> Invocation<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let c = Arc::new(Completion::new());
+        let completer = Completer(Some(c.clone()));
+        let _ = self.spawn_with(attrs, move || {
+            let r = catch_unwind(AssertUnwindSafe(f))
+                .map_err(|p| InvokeError::Panicked(panic_message(&*p)));
+            completer.complete(r);
+        });
+        Invocation::new(c, self.shared.idle.spin_budget())
+    }
+
+    /// An urgent invocation (the paper's preemptive CCI): it goes to this
+    /// core's front lane, ahead of everything queued, and runs at the next
+    /// scheduling point, including a [`preempt_point`](crate::preempt_point)
+    /// inside a long task.
+    pub fn call_urgent<T, F>(&self, f: F) -> Invocation<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let c = Arc::new(Completion::new());
+        let completer = Completer(Some(c.clone()));
+        let m = Message::new(move || {
+            let r = catch_unwind(AssertUnwindSafe(f))
+                .map_err(|p| InvokeError::Panicked(panic_message(&*p)));
+            completer.complete(r);
+        });
+        if !self.shared.stopping.load(Ordering::Acquire) || scheduler::on_core_of(self.shared.id) {
+            self.shared.urgent[self.index]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push_back(m);
+            if self.shared.mailboxes[self.index].announce_urgent() {
+                self.shared.drain_urgent(self.index);
+            }
+        }
+        Invocation::new(c, self.shared.idle.spin_budget())
+    }
+
     /// Rings this core's doorbell, so that a sleeping core wakes and polls
     /// (and runs its idle hook) once more.
     pub fn notify(&self) {
@@ -233,7 +309,9 @@ pub(crate) struct Completer<T>(pub(crate) Option<Arc<Completion<T>>>);
 impl<T> Completer<T> {
     pub(crate) fn complete(mut self, r: Result<T, InvokeError>) {
         if let Some(c) = self.0.take() {
-            c.complete(r);
+            if !c.complete(r) {
+                crate::scheduler::note_late_result();
+            }
         }
     }
 }

@@ -17,6 +17,21 @@ pub enum InvokeError {
     Timeout,
     /// The result was already taken (a future polled after completion).
     Consumed,
+    /// The remote object was removed (its slot's generation moved on).
+    StaleObject,
+    /// The remote object is being invoked right now (only `remove` reports this).
+    Busy,
+    /// A resource (memory for a coroutine stack, ...) could not be had.
+    Resource(String),
+    /// A reduction over a group with no members.
+    EmptyGroup,
+    /// A member of a collective failed; the other members completed.
+    Member {
+        /// The member's index in its group.
+        index: usize,
+        /// What went wrong there.
+        error: Box<InvokeError>,
+    },
 }
 
 impl fmt::Display for InvokeError {
@@ -26,6 +41,13 @@ impl fmt::Display for InvokeError {
             InvokeError::Shutdown => f.write_str("the runtime is shut down"),
             InvokeError::Timeout => f.write_str("the invocation timed out"),
             InvokeError::Consumed => f.write_str("the invocation's result was already taken"),
+            InvokeError::StaleObject => f.write_str("the remote object was removed"),
+            InvokeError::Resource(m) => write!(f, "out of resources: {m}"),
+            InvokeError::EmptyGroup => f.write_str("a reduction needs at least one group member"),
+            InvokeError::Busy => f.write_str("the remote object is being invoked"),
+            InvokeError::Member { index, error } => {
+                write!(f, "group member {index} failed: {error}")
+            }
         }
     }
 }

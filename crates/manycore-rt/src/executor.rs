@@ -68,6 +68,7 @@ pub(crate) struct Executor {
     tasks: RefCell<Vec<Slot>>,
     free: RefCell<Vec<usize>>,
     ready: RefCell<VecDeque<(usize, u32)>>,
+    ready_len: std::cell::Cell<usize>,
 }
 
 impl Executor {
@@ -76,6 +77,7 @@ impl Executor {
             tasks: RefCell::new(Vec::new()),
             free: RefCell::new(Vec::new()),
             ready: RefCell::new(VecDeque::new()),
+            ready_len: std::cell::Cell::new(0),
         }
     }
 
@@ -101,7 +103,9 @@ impl Executor {
         });
         slot.fut = Some(fut);
         slot.header = Some(header);
-        self.ready.borrow_mut().push_back((id, slot.gen));
+        let gen = slot.gen;
+        drop(tasks);
+        self.push_ready(id, gen);
     }
 
     fn make_ready(&self, id: usize, gen: u32) {
@@ -111,12 +115,18 @@ impl Executor {
             .get(id)
             .is_some_and(|s| s.gen == gen && s.fut.is_some());
         if live {
-            self.ready.borrow_mut().push_back((id, gen));
+            self.push_ready(id, gen);
         }
     }
 
+    #[inline]
     pub(crate) fn has_ready(&self) -> bool {
-        !self.ready.borrow().is_empty()
+        self.ready_len.get() > 0
+    }
+
+    fn push_ready(&self, id: usize, gen: u32) {
+        self.ready.borrow_mut().push_back((id, gen));
+        self.ready_len.set(self.ready_len.get() + 1);
     }
 
     /// Polls up to `max` ready tasks.
@@ -171,6 +181,7 @@ impl Executor {
     pub(crate) fn clear(&self) {
         let tasks: Vec<Slot> = std::mem::take(&mut *self.tasks.borrow_mut());
         self.ready.borrow_mut().clear();
+        self.ready_len.set(0);
         self.free.borrow_mut().clear();
         drop(tasks);
     }

@@ -22,6 +22,8 @@ use std::time::{Duration, Instant};
 pub struct Invocation<T> {
     c: Arc<Completion<T>>,
     spin: Duration,
+    deadline: Option<Instant>,
+    timer_armed: bool,
 }
 
 impl<T> std::fmt::Debug for Invocation<T> {
@@ -48,7 +50,47 @@ thread_local! {
 
 impl<T> Invocation<T> {
     pub(crate) fn new(c: Arc<Completion<T>>, spin: Duration) -> Self {
-        Self { c, spin }
+        Self {
+            c,
+            spin,
+            deadline: None,
+            timer_armed: false,
+        }
+    }
+
+    /// Gives the invocation a timeout: whichever of result and timeout comes
+    /// first wins, for `wait` and for `.await` alike. The loser is
+    /// deactivated: a late result is dropped on the core that produced it and
+    /// counted in [`CoreStats::late_results`](crate::CoreStats::late_results).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use manycore_rt::{InvokeError, Runtime};
+    /// let rt = Runtime::builder().cores(2).build().unwrap();
+    /// let c1 = rt.core(1).clone();
+    /// let r = rt.core(0).spawn_async(async move {
+    ///     c1.call(|| std::thread::sleep(Duration::from_millis(100))).timeout(Duration::from_millis(2)).await
+    /// });
+    /// assert_eq!(r.wait().unwrap(), Err(InvokeError::Timeout));
+    /// ```
+    pub fn timeout(self, d: Duration) -> Self {
+        let at = crate::timer::deadline_in(d);
+        self.deadline(at)
+    }
+
+    /// Gives the invocation an absolute deadline (see [`timeout`](Self::timeout)).
+    pub fn deadline(mut self, at: Instant) -> Self {
+        self.deadline = Some(self.deadline.map_or(at, |d| d.min(at)));
+        self
+    }
+
+    /// Gives up: returns the result if it already won, else `Timeout`.
+    fn expire(&self) -> Result<T, InvokeError> {
+        if self.c.cancel() {
+            self.c.take().unwrap_or(Err(InvokeError::Consumed))
+        } else {
+            Err(InvokeError::Timeout)
+        }
     }
 
     /// True once the result is in.
@@ -61,7 +103,8 @@ impl<T> Invocation<T> {
     /// cannot deadlock) and idles by its policy; on any other thread it spins
     /// for the callee's spin budget (bounded) and then parks.
     pub fn wait(self) -> Result<T, InvokeError> {
-        self.wait_until(None)
+        let d = self.deadline;
+        self.wait_until(d)
     }
 
     /// Like [`wait`](Self::wait), but gives up after `timeout` with
@@ -74,12 +117,12 @@ impl<T> Invocation<T> {
     /// assert_eq!(slow.wait_timeout(Duration::from_millis(1)), Err(manycore_rt::InvokeError::Timeout));
     /// ```
     pub fn wait_timeout(self, timeout: Duration) -> Result<T, InvokeError> {
-        self.wait_until(Some(Instant::now() + timeout))
+        self.timeout(timeout).wait()
     }
 
     /// Like [`wait`](Self::wait) with an absolute deadline.
     pub fn wait_deadline(self, deadline: Instant) -> Result<T, InvokeError> {
-        self.wait_until(Some(deadline))
+        self.deadline(deadline).wait()
     }
 
     fn wait_until(self, deadline: Option<Instant>) -> Result<T, InvokeError> {
@@ -87,9 +130,8 @@ impl<T> Invocation<T> {
             Some(done) => done,
             None => self.wait_on_thread(deadline),
         };
-        if !done && !self.c.is_done() {
-            self.c.unregister();
-            return Err(InvokeError::Timeout);
+        if !done {
+            return self.expire();
         }
         self.c.take().unwrap_or(Err(InvokeError::Consumed))
     }
@@ -125,9 +167,18 @@ impl<T> Invocation<T> {
 impl<T> Future for Invocation<T> {
     type Output = Result<T, InvokeError>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         if self.c.is_done() || self.c.register(cx.waker()) {
             return Poll::Ready(self.c.take().unwrap_or(Err(InvokeError::Consumed)));
+        }
+        if let Some(at) = self.deadline {
+            if Instant::now() >= at {
+                return Poll::Ready(self.expire());
+            }
+            if !self.timer_armed {
+                self.timer_armed = true;
+                crate::timer::wake_at(at, cx.waker().clone());
+            }
         }
         Poll::Pending
     }

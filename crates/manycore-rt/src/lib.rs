@@ -27,20 +27,32 @@
 
 #![warn(missing_docs)]
 
+mod channel;
 mod core;
+mod coroutine;
 mod error;
 mod executor;
+mod group;
 mod invocation;
 mod mailbox;
+mod object;
 mod raw;
 mod runtime;
+mod sched;
 mod scheduler;
+mod timer;
 
 pub use crate::core::{current, Core};
+pub use channel::{Channel, Events, Sink};
+pub use coroutine::{block_on, DEFAULT_COROUTINE_STACK};
 pub use error::{Error, InvokeError};
+pub use group::{Group, Topology};
 pub use invocation::Invocation;
+pub use object::Remote;
 pub use runtime::{Builder, CoreStats, IdleHook, IdlePolicy, Runtime};
-pub use scheduler::poll_once;
+pub use sched::{Deadline, Priority, Scheduler, TaskAttrs};
+pub use scheduler::{debug_counts, poll_once, preempt_point};
+pub use timer::{sleep, sleep_until, Sleep};
 
 /// Bytes of closure that travel inline in a message (larger ones are boxed).
 pub const INLINE_CLOSURE_BYTES: usize = raw::INLINE_BYTES;

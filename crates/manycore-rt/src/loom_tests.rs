@@ -135,13 +135,16 @@ fn timeout_races_result() {
             thread: thread::current(),
         }));
         let done_at_register = c.register(&w);
-        // The timeout fires: withdraw.
-        c.unregister();
-        let r = c.take();
-        t.join().unwrap();
+        // The timeout fires: whichever came first wins.
+        let result_won = c.cancel();
+        let r = if result_won { c.take() } else { None };
+        let delivered = t.join().unwrap();
         if done_at_register {
-            assert!(r.is_some());
+            assert!(result_won && r.is_some());
         }
+        // Exactly one side keeps the result: the waiter (result won) or the
+        // completer, which drops it (timeout won).
+        assert_eq!(result_won, delivered);
         drop(r);
         drop(c);
         assert_eq!(

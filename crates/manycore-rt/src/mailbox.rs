@@ -18,6 +18,8 @@ struct Inner {
     bits: Box<[AtomicU64]>,
     doorbell: EventCount,
     closed: AtomicBool,
+    /// Urgent invocations pushed so far (the front lane's doorbell counter).
+    urgent: AtomicU64,
 }
 
 impl Mailbox {
@@ -28,6 +30,7 @@ impl Mailbox {
                 bits: (0..words).map(|_| AtomicU64::new(0)).collect(),
                 doorbell: EventCount::new(),
                 closed: AtomicBool::new(false),
+                urgent: AtomicU64::new(0),
             }),
         }
     }
@@ -81,6 +84,23 @@ impl Mailbox {
     #[inline]
     pub(crate) fn doorbell(&self) -> &EventCount {
         &self.inner.doorbell
+    }
+
+    /// Sender: one more urgent message was pushed into the front lane.
+    /// Returns true if the receiver has closed.
+    pub(crate) fn announce_urgent(&self) -> bool {
+        // Release; pairs with the Acquire in `urgent_pushed`: the lane push
+        // (under its mutex) is visible to a receiver that sees the new count.
+        self.inner.urgent.fetch_add(1, Ordering::Release);
+        fence(Ordering::SeqCst);
+        self.inner.doorbell.notify_one_after_fence();
+        self.inner.closed.load(Ordering::Relaxed)
+    }
+
+    /// Receiver: how many urgent messages were pushed so far.
+    #[inline]
+    pub(crate) fn urgent_pushed(&self) -> u64 {
+        self.inner.urgent.load(Ordering::Acquire)
     }
 
     /// Receiver: marks the mailbox closed (the core is exiting), then fences.

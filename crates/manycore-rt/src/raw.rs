@@ -94,6 +94,7 @@ unsafe fn boxed_shim<F: FnOnce()>(p: *mut Payload, run: bool) {
 
 const DONE: u32 = 1;
 const WAITER: u32 = 2;
+const CANCELLED: u32 = 4;
 
 /// The meeting point of an invocation's completer (on the callee core) and
 /// its single waiter (a thread, a core, or an async task).
@@ -104,6 +105,9 @@ const WAITER: u32 = 2;
 /// * waiter: if DONE, take the value. Otherwise, to (re)register: clear WAITER
 ///   by CAS (failing only if DONE arrived), store the waker, `fetch_or(WAITER)`;
 ///   if that saw DONE, the result is there and nobody will wake us.
+/// * timeout: the waiter sets CANCELLED (`cancel`). If DONE was already set,
+///   the result won and the waiter takes it; otherwise the completer, seeing
+///   CANCELLED when it sets DONE, drops the late result itself, on its core.
 ///
 /// The waker cell is written by the waiter only while WAITER and DONE are both
 /// clear, and read by the completer only after it set DONE with WAITER set, so
@@ -131,7 +135,8 @@ impl<T> Completion<T> {
     }
 
     /// Stores the result and wakes a registered waiter. Called at most once.
-    pub(crate) fn complete(&self, r: Result<T, InvokeError>) {
+    /// Returns false if the waiter had given up (the result was dropped here).
+    pub(crate) fn complete(&self, r: Result<T, InvokeError>) -> bool {
         // SAFETY: only the completer writes the value, once, and nobody reads it
         // before observing DONE, which is set after this write.
         self.value.with_mut(|p| unsafe { *p = Some(r) });
@@ -139,6 +144,12 @@ impl<T> Completion<T> {
         // DONE; Acquire pairs with the Release `fetch_or(WAITER)` in `register`
         // so the waker stored before it is visible here.
         let prev = self.state.fetch_or(DONE, Ordering::AcqRel);
+        if prev & CANCELLED != 0 {
+            // SAFETY: the waiter cancelled before DONE was set, so it will never
+            // read the value: it is ours to drop, here, on the completer's core.
+            drop(self.value.with_mut(|p| unsafe { (*p).take() }));
+            return false;
+        }
         if prev & WAITER != 0 {
             // SAFETY: WAITER was set when we set DONE; from now on the waiter
             // never writes the waker cell (it only writes with both bits clear).
@@ -147,6 +158,29 @@ impl<T> Completion<T> {
                 w.wake();
             }
         }
+        true
+    }
+
+    /// The waiter gives up (timeout). Returns true if the result had already
+    /// arrived (the result wins; take it), false if the invocation is now
+    /// deactivated (the completer will drop the late result).
+    pub(crate) fn cancel(&self) -> bool {
+        // AcqRel: Acquire to read the value if DONE won; Release so the
+        // completer's Acquire fetch_or sees our withdrawal of the waker.
+        let prev = self.state.fetch_or(CANCELLED, Ordering::AcqRel);
+        if prev & DONE != 0 {
+            return true;
+        }
+        if prev & WAITER != 0 {
+            // Our own registration: withdraw it so the completer does not wake
+            // a waiter that left. It may race the completer's read of the cell
+            // only if DONE is set, and DONE was clear when CANCELLED went in;
+            // after that the completer drops instead of waking.
+            // SAFETY: CANCELLED is set and DONE was clear, so the completer will
+            // take the cancelled path and never touch the waker cell.
+            drop(self.waker.with_mut(|p| unsafe { (*p).take() }));
+        }
+        false
     }
 
     /// True once the result is stored.
@@ -192,17 +226,136 @@ impl<T> Completion<T> {
         // Acquire lets us read the value if DONE is already set.
         self.state.fetch_or(WAITER, Ordering::AcqRel) & DONE != 0
     }
+}
 
-    /// Withdraws a registration (after a timeout), dropping the stored waker.
-    pub(crate) fn unregister(&self) {
-        if self
-            .state
-            .compare_exchange(WAITER, 0, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
-            // SAFETY: we cleared WAITER while DONE was clear: the completer will
-            // not read the waker cell.
-            drop(self.waker.with_mut(|p| unsafe { (*p).take() }));
+/// Where a running coroutine keeps its yielder, so that `block_on` deep in
+/// nested calls can suspend it.
+#[derive(Default)]
+pub(crate) struct YielderSlot(std::cell::Cell<*const corosensei::Yielder<(), ()>>);
+
+impl YielderSlot {
+    /// Called once by the coroutine body with its own yielder, which lives on
+    /// the coroutine's stack for as long as the coroutine does.
+    pub(crate) fn set(&self, y: &corosensei::Yielder<(), ()>) {
+        self.0.set(y as *const _);
+    }
+}
+
+/// The coroutine the current thread is running, while it runs.
+pub(crate) struct CoCtx {
+    pub(crate) yielder: std::rc::Rc<YielderSlot>,
+    pub(crate) waker: Waker,
+    /// Fault-address window of its guard page (see `overflow`).
+    pub(crate) bounds: (usize, usize),
+}
+
+thread_local! {
+    static CURRENT_CO: std::cell::RefCell<Option<CoCtx>> = const { std::cell::RefCell::new(None) };
+    static GUARD: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// Marks `ctx` as the running coroutine; returns the one it interrupts.
+pub(crate) fn enter_coroutine(ctx: CoCtx) -> Option<CoCtx> {
+    GUARD.with(|g| g.set(ctx.bounds));
+    CURRENT_CO.with(|c| c.borrow_mut().replace(ctx))
+}
+
+/// Restores the coroutine that was running before (or none).
+pub(crate) fn leave_coroutine(prev: Option<CoCtx>) {
+    GUARD.with(|g| g.set(prev.as_ref().map_or((0, 0), |p| p.bounds)));
+    CURRENT_CO.with(|c| *c.borrow_mut() = prev);
+}
+
+/// The waker of the running coroutine's task, if in a coroutine.
+pub(crate) fn coroutine_waker() -> Option<Waker> {
+    CURRENT_CO.with(|c| c.borrow().as_ref().map(|c| c.waker.clone()))
+}
+
+/// Suspends the running coroutine back to its core's executor.
+pub(crate) fn suspend_coroutine() {
+    let y = CURRENT_CO.with(|c| c.borrow().as_ref().map(|c| c.yielder.0.get()));
+    if let Some(y) = y.filter(|y| !y.is_null()) {
+        // SAFETY: the pointer was set by this coroutine's body to its own
+        // yielder, which lives on the coroutine's stack while the coroutine
+        // exists; CURRENT_CO holds it only while that coroutine is being
+        // resumed on this thread, which is exactly when we are running on its
+        // stack. No RefCell borrow is held across the suspension.
+        unsafe { (*y).suspend(()) }
+    }
+}
+
+/// Coroutine stack overflow reporting: a SIGSEGV/SIGBUS handler (on the
+/// alternate signal stack std gives every thread) that recognises a fault
+/// just below the running coroutine's stack, prints a clear message and
+/// aborts. Anything else goes to the handler that was there before.
+pub(crate) mod overflow {
+    use std::sync::Once;
+
+    /// Bytes below a coroutine stack's limit counted as its guard window.
+    const WINDOW: usize = 64 * 1024;
+
+    static mut OLD: [std::mem::MaybeUninit<libc::sigaction>; 2] =
+        [std::mem::MaybeUninit::uninit(); 2];
+    static INSTALL: Once = Once::new();
+
+    /// The fault-address window for a stack: its guard page (the lowest page
+    /// of the mapping; corosensei's `limit()` is the mapping's start) and a
+    /// margin below it, for frames large enough to jump the guard.
+    pub(crate) fn guard_window(stack: &corosensei::stack::DefaultStack) -> (usize, usize) {
+        use corosensei::stack::Stack;
+        // SAFETY: sysconf has no preconditions.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
+        let limit = stack.limit().get();
+        (limit.saturating_sub(WINDOW), limit + page)
+    }
+
+    /// Installs the handler once per process.
+    pub(crate) fn install() {
+        INSTALL.call_once(|| {
+            for (i, sig) in [libc::SIGSEGV, libc::SIGBUS].into_iter().enumerate() {
+                // SAFETY: sigaction is plain data; all-zero is a valid empty set.
+                let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+                act.sa_sigaction = handler as *const () as usize;
+                act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+                // SAFETY: `OLD[i]` is written once here, under `Once`, before
+                // the handler that reads it is installed; `act` is valid.
+                unsafe {
+                    let old = (*std::ptr::addr_of_mut!(OLD))[i].as_mut_ptr();
+                    libc::sigaction(sig, &act, old);
+                }
+            }
+        });
+    }
+
+    extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+        // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
+        let addr = unsafe { (*info).si_addr() } as usize;
+        let (lo, hi) = super::GUARD.try_with(|g| g.get()).unwrap_or((0, 0));
+        if addr >= lo && addr < hi {
+            let msg = b"manycore: coroutine stack overflow: the coroutine ran past the guard page of its stack; \
+give it a larger stack (Builder::coroutine_stack or Core::spawn_coroutine_with_stack)\n";
+            // SAFETY: write(2) and abort are async-signal-safe; msg is valid.
+            unsafe {
+                libc::write(2, msg.as_ptr().cast(), msg.len());
+                libc::abort();
+            }
+        }
+        let i = if sig == libc::SIGSEGV { 0 } else { 1 };
+        // SAFETY: OLD[i] was initialised by `install` before this handler
+        // could run. We chain to it as the kernel would have called it.
+        unsafe {
+            let old = (*std::ptr::addr_of!(OLD))[i].assume_init_ref();
+            if old.sa_sigaction == libc::SIG_DFL || old.sa_sigaction == libc::SIG_IGN {
+                // Restore it and return: the fault repeats under the default.
+                libc::sigaction(sig, old, std::ptr::null_mut());
+            } else if old.sa_flags & libc::SA_SIGINFO != 0 {
+                let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
+                    std::mem::transmute(old.sa_sigaction);
+                f(sig, info, ctx);
+            } else {
+                let f: extern "C" fn(libc::c_int) = std::mem::transmute(old.sa_sigaction);
+                f(sig);
+            }
         }
     }
 }

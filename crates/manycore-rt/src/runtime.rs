@@ -62,9 +62,27 @@ pub struct Builder {
     ring_capacity: Option<usize>,
     lanes: usize,
     name: String,
+    scheduler: crate::sched::Scheduler,
+    core_schedulers: Vec<(usize, crate::sched::Scheduler)>,
+    coroutine_stack: usize,
 }
 
 impl Builder {
+    /// Default stack size of coroutines (default 256 KiB; at least 16 KiB).
+    pub fn coroutine_stack(mut self, bytes: usize) -> Self {
+        self.coroutine_stack = bytes.max(16 * 1024);
+        self
+    }
+    /// The scheduler of every core's task queue (default FIFO).
+    pub fn scheduler(mut self, s: crate::sched::Scheduler) -> Self {
+        self.scheduler = s;
+        self
+    }
+    /// The scheduler of core `i` only (overrides [`Builder::scheduler`]).
+    pub fn core_scheduler(mut self, i: usize, s: crate::sched::Scheduler) -> Self {
+        self.core_schedulers.push((i, s));
+        self
+    }
     /// Number of cores (default: one per CPU of the process's original CPU set).
     pub fn cores(mut self, n: usize) -> Self {
         self.cores = Some(n);
@@ -131,6 +149,17 @@ impl Builder {
             )));
         }
         let sources = n + self.lanes;
+        let mut scheds = vec![self.scheduler; n];
+        for &(i, sc) in &self.core_schedulers {
+            match scheds.get_mut(i) {
+                Some(slot) => *slot = sc,
+                None => {
+                    return Err(Error::InvalidConfig(format!(
+                        "core_scheduler({i}): the runtime has {n} cores"
+                    )))
+                }
+            }
+        }
 
         // Rings: producers[src][dst], consumers[dst][src].
         let mut producers: Vec<Vec<Option<Producer<Message>>>> = (0..sources)
@@ -168,12 +197,16 @@ impl Builder {
             idle: self.idle,
             mailboxes: (0..n).map(|_| Mailbox::new(sources)).collect(),
             parked: (0..n).map(|_| Mutex::new(None)).collect(),
+            urgent: (0..n)
+                .map(|_| Mutex::new(std::collections::VecDeque::new()))
+                .collect(),
             states: (0..n)
                 .map(|_| CachePadded::new(CoreState::default()))
                 .collect(),
             stopping: AtomicBool::new(false),
             closing: AtomicBool::new(false),
             idle_hook: OnceLock::new(),
+            coroutine_stack: self.coroutine_stack,
         });
 
         let pin = self.pin && !oversubscribed;
@@ -182,6 +215,7 @@ impl Builder {
         for (i, (ps, cs)) in producers.into_iter().zip(consumers).enumerate() {
             let sh = shared.clone();
             let cpu = cpus[i % cpus.len()];
+            let sched = scheds[i];
             let spawned = std::thread::Builder::new()
                 .name(format!("{}-{i}", self.name))
                 .spawn(move || {
@@ -189,7 +223,7 @@ impl Builder {
                         // A failed pin is not fatal: the core still works, only unpinned.
                         let _ = manycore_sync::cpu::pin_current(cpu);
                     }
-                    scheduler::run_core(CoreLocal::new(i, sh, ps, cs));
+                    scheduler::run_core(CoreLocal::new(i, sh, ps, cs, sched));
                 });
             match spawned {
                 Ok(h) => threads.push(h),
@@ -229,6 +263,8 @@ pub(crate) struct CoreState {
     pub(crate) panics: AtomicU64,
     pub(crate) sleeps: AtomicU64,
     pub(crate) asleep_ns: AtomicU64,
+    pub(crate) late_results: AtomicU64,
+    pub(crate) urgent_received: AtomicU64,
 }
 
 /// State shared by all cores of one runtime.
@@ -240,13 +276,26 @@ pub(crate) struct Shared {
     pub(crate) mailboxes: Box<[Mailbox]>,
     /// Consumers of an exited core, for late senders to drain.
     pub(crate) parked: Box<[Mutex<Option<Consumers>>]>,
+    /// The front lane of each core, for urgent invocations.
+    pub(crate) urgent: Box<[Mutex<std::collections::VecDeque<Message>>]>,
     pub(crate) states: Box<[CachePadded<CoreState>]>,
     pub(crate) stopping: AtomicBool,
     pub(crate) closing: AtomicBool,
     pub(crate) idle_hook: OnceLock<Arc<dyn IdleHook>>,
+    pub(crate) coroutine_stack: usize,
 }
 
 impl Shared {
+    /// Drops the urgent lane of an exited core.
+    pub(crate) fn drain_urgent(&self, dst: usize) {
+        let dropped: Vec<Message> = self.urgent[dst]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+            .collect();
+        drop(dropped);
+    }
+
     /// Drains ring (src, dst) of an exited core, dropping what was left.
     pub(crate) fn drain_parked(&self, dst: usize, src: usize) {
         let mut dropped = Vec::new();
@@ -269,10 +318,10 @@ impl Shared {
     fn quiescent_snapshot(&self) -> Option<Vec<u64>> {
         let mut snap = Vec::with_capacity(self.n * 3 + self.lanes.len());
         let (mut sent, mut received) = (0u64, 0u64);
-        for st in self.states.iter() {
+        for (st, mb) in self.states.iter().zip(self.mailboxes.iter()) {
             // Acquire; pairs with the Release stores a core makes on going idle.
             let e = st.epoch_idle.load(Ordering::Acquire);
-            if e & 1 == 0 {
+            if e & 1 == 0 || st.urgent_received.load(Ordering::Acquire) != mb.urgent_pushed() {
                 return None;
             }
             let (s, r) = (
@@ -338,6 +387,8 @@ pub struct CoreStats {
     pub sleeps: u64,
     /// Total time asleep.
     pub asleep: Duration,
+    /// Results that arrived after their caller's timeout and were dropped here.
+    pub late_results: u64,
 }
 
 impl Runtime {
@@ -350,6 +401,9 @@ impl Runtime {
             ring_capacity: None,
             lanes: 4,
             name: "manycore".into(),
+            scheduler: Default::default(),
+            core_schedulers: Vec::new(),
+            coroutine_stack: crate::coroutine::DEFAULT_COROUTINE_STACK,
         }
     }
 
@@ -414,6 +468,7 @@ impl Runtime {
                 panics: s.panics.load(Ordering::Relaxed),
                 sleeps: s.sleeps.load(Ordering::Relaxed),
                 asleep: Duration::from_nanos(s.asleep_ns.load(Ordering::Relaxed)),
+                late_results: s.late_results.load(Ordering::Relaxed),
             })
             .collect()
     }

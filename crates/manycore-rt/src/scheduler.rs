@@ -10,9 +10,9 @@ use manycore_ring::{Consumer, Producer};
 use manycore_sync::atomic::Ordering;
 use manycore_sync::SpinBudget;
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Wake, Waker};
 use std::time::{Duration, Instant};
@@ -38,11 +38,52 @@ pub(crate) fn on_core_of(id: u64) -> bool {
     with_local(|l| l.is_some_and(|l| l.shared.id == id))
 }
 
+/// On a core: (live remote objects, collectives waiting for children) on
+/// this core. For tests that check nothing leaks; (0, 0) elsewhere.
+#[doc(hidden)]
+pub fn debug_counts() -> (usize, usize) {
+    with_local(|l| l.map_or((0, 0), |l| (l.objects.len(), l.pending.len())))
+}
+
+/// A cheap scheduling point for long computations on a core: if urgent
+/// invocations wait in this core's front lane, runs them now and returns
+/// true. Costs a thread-local access and one load otherwise; off the cores
+/// it does nothing.
+///
+/// ```
+/// let rt = manycore_rt::Runtime::builder().cores(1).build().unwrap();
+/// let r = rt.core(0).call(|| {
+///     let mut acc = 0u64;
+///     for i in 0..1_000_000u64 {
+///         acc = acc.wrapping_add(i);
+///         if i % 4096 == 0 { manycore_rt::preempt_point(); }
+///     }
+///     acc
+/// }).wait();
+/// assert!(r.is_ok());
+/// ```
+pub fn preempt_point() -> bool {
+    with_local(|l| l.is_some_and(|l| l.run_urgent() > 0))
+}
+
 /// Counts a panic caught in code this core ran (for `Runtime::stats`).
 pub(crate) fn note_panic() {
     with_local(|l| {
         if let Some(l) = l {
             l.note_panic();
+        }
+    })
+}
+
+/// Counts a result that arrived after its waiter gave up (dropped here).
+pub(crate) fn note_late_result() {
+    with_local(|l| {
+        if let Some(l) = l {
+            let st = &l.shared.states[l.index];
+            st.late_results.store(
+                st.late_results.load(Ordering::Relaxed) + 1,
+                Ordering::Relaxed,
+            );
         }
     })
 }
@@ -75,14 +116,20 @@ pub(crate) struct CoreLocal {
     spill: RefCell<Vec<VecDeque<Message>>>,
     spilled: Cell<usize>,
     local: RefCell<VecDeque<Message>>,
+    /// Messages in `local` (read on every poll without borrowing).
+    local_len: Cell<usize>,
     pub(crate) exec: Executor,
+    pub(crate) timers: crate::timer::TimerQueue,
+    pub(crate) objects: crate::object::ObjectTable,
+    pub(crate) pending: crate::group::PendingSinks,
+    pub(crate) tasks: crate::sched::TaskQueue,
+    urgent_seen: Cell<u64>,
     sent: Cell<u64>,
     received: Cell<u64>,
     epoch: Cell<u64>,
     idle: Cell<bool>,
     waker: Waker,
 }
-
 
 struct DoorbellWaker {
     shared: std::sync::Weak<Shared>,
@@ -106,6 +153,7 @@ impl CoreLocal {
         shared: Arc<Shared>,
         producers: Vec<Option<Producer<Message>>>,
         consumers: Vec<Option<Consumer<Message>>>,
+        sched: crate::sched::Scheduler,
     ) -> Self {
         let n = shared.n;
         let waker = Waker::from(Arc::new(DoorbellWaker {
@@ -119,7 +167,13 @@ impl CoreLocal {
             spill: RefCell::new((0..n).map(|_| VecDeque::new()).collect()),
             spilled: Cell::new(0),
             local: RefCell::new(VecDeque::new()),
+            local_len: Cell::new(0),
             exec: Executor::new(),
+            timers: Default::default(),
+            objects: Default::default(),
+            pending: Default::default(),
+            tasks: crate::sched::TaskQueue::new(sched),
+            urgent_seen: Cell::new(0),
             sent: Cell::new(0),
             received: Cell::new(0),
             epoch: Cell::new(0),
@@ -137,6 +191,7 @@ impl CoreLocal {
     pub(crate) fn send(&self, dst: usize, m: Message) {
         if dst == self.index {
             self.local.borrow_mut().push_back(m);
+            self.local_len.set(self.local_len.get() + 1);
             return;
         }
         {
@@ -209,6 +264,7 @@ impl CoreLocal {
     /// Pops and runs up to `max` messages from source `src`.
     fn drain_ring(&self, src: usize, max: usize) -> usize {
         let mut n = 0;
+        let mut urgent = 0;
         while n < max {
             let m = match self.consumers.borrow_mut()[src].as_mut() {
                 Some(c) => c.try_pop(),
@@ -218,20 +274,23 @@ impl CoreLocal {
                 Some(m) => {
                     n += 1;
                     self.run(m);
+                    // Every finished activity is a scheduling point.
+                    urgent += self.run_urgent();
                 }
                 None => break,
             }
         }
         self.received.set(self.received.get() + n as u64);
-        n
+        n + urgent
     }
 
     fn run_local(&self, max: usize) -> usize {
         let mut n = 0;
-        while n < max {
+        while n < max && self.local_len.get() > 0 {
             let m = self.local.borrow_mut().pop_front();
             match m {
                 Some(m) => {
+                    self.local_len.set(self.local_len.get() - 1);
                     n += 1;
                     self.run(m);
                 }
@@ -241,12 +300,31 @@ impl CoreLocal {
         n
     }
 
+    /// Runs everything in the front lane (urgent invocations).
+    pub(crate) fn run_urgent(&self) -> usize {
+        let pushed = self.mailbox().urgent_pushed();
+        if pushed == self.urgent_seen.get() {
+            return 0;
+        }
+        let batch: Vec<Message> = self.shared.urgent[self.index]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+            .collect();
+        let n = batch.len();
+        self.urgent_seen.set(self.urgent_seen.get() + n as u64);
+        for m in batch {
+            self.run(m);
+        }
+        n
+    }
+
     /// One scheduling round. Returns how much work ran.
     pub(crate) fn poll(&self) -> usize {
+        let mut n = self.run_urgent();
         if self.spilled.get() > 0 {
             self.flush_spills();
         }
-        let mut n = 0;
         let mb = self.mailbox();
         for w in 0..mb.words() {
             let mut bits = mb.word(w);
@@ -256,8 +334,19 @@ impl CoreLocal {
                 n += self.drain_ring(src, BATCH);
             }
         }
+        n += self.timers.fire();
         n += self.run_local(BATCH);
-        n += self.exec.run_ready(self, BATCH);
+        if self.exec.has_ready() {
+            n += self.exec.run_ready(self, BATCH);
+        }
+        // One task from the scheduler queue per round, so that work arriving
+        // meanwhile (urgent, or more important) gets in before the next.
+        n += self.run_urgent();
+        if let Some(m) = if self.tasks.is_empty() { None } else { self.tasks.pop() } {
+            n += 1;
+            self.set_busy();
+            self.run(m);
+        }
         if n > 0 {
             self.set_busy();
         }
@@ -280,7 +369,9 @@ impl CoreLocal {
     /// True if any ring, queue or task has work, without running it.
     fn has_work(&self) -> bool {
         self.spilled.get() > 0
-            || !self.local.borrow().is_empty()
+            || self.mailbox().urgent_pushed() != self.urgent_seen.get()
+            || !self.tasks.is_empty()
+            || self.local_len.get() > 0
             || self.exec.has_ready()
             || self
                 .consumers
@@ -308,6 +399,8 @@ impl CoreLocal {
             // Release; pairs with the Acquire loads of the quiescence check.
             st.sent.store(self.sent.get(), Ordering::Release);
             st.received.store(self.received.get(), Ordering::Release);
+            st.urgent_received
+                .store(self.urgent_seen.get(), Ordering::Release);
             st.epoch_idle
                 .store((self.epoch.get() << 1) | 1, Ordering::Release);
             self.idle.set(true);
@@ -342,10 +435,10 @@ impl CoreLocal {
         } else {
             None
         };
-        let until = match (deadline, cap) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let until = [deadline, cap, self.timers.next()]
+            .into_iter()
+            .flatten()
+            .min();
         match until {
             Some(u) => {
                 mb.doorbell()
@@ -362,6 +455,55 @@ impl CoreLocal {
         );
         // Bits were cleared: look at every ring once.
         self.poll_all();
+    }
+
+    /// One step of `block_on` on a core outside any coroutine: poll the
+    /// future; if pending, serve the core once, and sleep (by the idle
+    /// policy) if there was nothing to do and the future has not been woken.
+    pub(crate) fn block_on_step<F: std::future::Future>(
+        &self,
+        fut: &mut std::pin::Pin<&mut F>,
+    ) -> Option<F::Output> {
+        struct Flag {
+            woken: manycore_sync::atomic::AtomicBool,
+            inner: Waker,
+        }
+        impl Wake for Flag {
+            fn wake(self: Arc<Self>) {
+                self.wake_by_ref()
+            }
+            fn wake_by_ref(self: &Arc<Self>) {
+                self.woken.store(true, Ordering::SeqCst);
+                self.inner.wake_by_ref();
+            }
+        }
+        let flag = Arc::new(Flag {
+            woken: manycore_sync::atomic::AtomicBool::new(false),
+            inner: self.waker.clone(),
+        });
+        let waker = Waker::from(flag.clone());
+        let mut cx = std::task::Context::from_waker(&waker);
+        let mut budget = SpinBudget::new(self.shared.idle.spin_budget());
+        loop {
+            flag.woken.store(false, Ordering::SeqCst);
+            if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+                return Some(v);
+            }
+            loop {
+                if flag.woken.load(Ordering::SeqCst) {
+                    break;
+                }
+                if self.poll() > 0 {
+                    budget.reset();
+                    continue;
+                }
+                if budget.spin() {
+                    continue;
+                }
+                self.sleep(&|| flag.woken.load(Ordering::SeqCst), None);
+                budget.reset();
+            }
+        }
     }
 
     /// Waits (on this core) until `c` completes, serving this core's own
@@ -463,10 +605,17 @@ fn exit_core(l: &CoreLocal) {
     }
     drop(leftovers);
     let local: Vec<Message> = l.local.borrow_mut().drain(..).collect();
+    l.local_len.set(0);
     drop(local);
     let spill: Vec<VecDeque<Message>> = std::mem::take(&mut *l.spill.borrow_mut());
     drop(spill);
     l.exec.clear();
+    l.timers.clear();
+    l.tasks.clear();
+    l.shared.drain_urgent(l.index);
+    l.pending.clear();
+    // Objects are freed on their own core, here, at its exit.
+    l.objects.clear();
     // Our producers: drop them now so that their rings' leftovers can go.
     l.producers.borrow_mut().clear();
 }

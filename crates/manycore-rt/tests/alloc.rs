@@ -47,5 +47,5 @@ fn inline_spawn_allocates_nothing() {
         .wait()
         .unwrap();
     assert_eq!(allocs, 0, "sending inline closures allocated");
-    assert!(manycore_rt::INLINE_CLOSURE_BYTES >= 40);
+    const { assert!(manycore_rt::INLINE_CLOSURE_BYTES >= 40) };
 }

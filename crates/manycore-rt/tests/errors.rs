@@ -110,3 +110,89 @@ fn wait_timeout_then_late_result_is_dropped() {
     rt.core(0).call(|| ()).wait().unwrap();
     assert_eq!(Arc::strong_count(&token), 1);
 }
+
+#[test]
+fn timeout_on_await_and_late_result_counted() {
+    let rt = Runtime::builder()
+        .cores(2)
+        .idle(IdlePolicy::Sleep)
+        .build()
+        .unwrap();
+    let c1 = rt.core(1).clone();
+    let token = Arc::new(());
+    let t2 = token.clone();
+    let r = rt
+        .core(0)
+        .spawn_async(async move {
+            c1.call(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                t2
+            })
+            .timeout(Duration::from_millis(2))
+            .await
+            .map(|_| ())
+        })
+        .wait();
+    assert_eq!(r, Ok(Err(InvokeError::Timeout)));
+    // The late result is dropped on core 1 and counted there.
+    rt.core(1).call(|| ()).wait().unwrap();
+    assert_eq!(Arc::strong_count(&token), 1);
+    assert_eq!(rt.stats()[1].late_results, 1);
+    // A timeout that does not fire changes nothing.
+    assert_eq!(
+        rt.core(1)
+            .call(|| 5)
+            .timeout(Duration::from_secs(60))
+            .wait(),
+        Ok(5)
+    );
+    // Off the cores, awaiting with a timeout uses the fallback timer thread.
+    let slow = rt
+        .core(1)
+        .call(|| std::thread::sleep(Duration::from_millis(50)));
+    let r = futures_lite_block_on(slow.timeout(Duration::from_millis(1)));
+    assert_eq!(r, Err(InvokeError::Timeout));
+}
+
+#[test]
+fn sleep_in_tasks() {
+    let rt = Runtime::builder()
+        .cores(1)
+        .idle(IdlePolicy::Sleep)
+        .build()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let order = rt
+        .core(0)
+        .spawn_async(async {
+            let a = manycore_rt::current().unwrap().spawn_async(async {
+                manycore_rt::sleep(Duration::from_millis(20)).await;
+                2
+            });
+            manycore_rt::sleep(Duration::from_millis(5)).await;
+            let first = 1;
+            (first, a.await.unwrap())
+        })
+        .wait();
+    assert_eq!(order, Ok((1, 2)));
+    assert!(t0.elapsed() >= Duration::from_millis(20));
+}
+
+fn futures_lite_block_on<F: std::future::Future>(f: F) -> F::Output {
+    use std::task::{Context, Poll, Wake, Waker};
+    struct T(std::thread::Thread);
+    impl Wake for T {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark()
+        }
+    }
+    let w = Waker::from(Arc::new(T(std::thread::current())));
+    let mut cx = Context::from_waker(&w);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park();
+    }
+}

@@ -97,7 +97,7 @@ fn call_then_runs_continuation_on_named_core() {
         rt.core(0),
         move |r| tx2.send((9, r)).unwrap(),
     );
-    let mut got = vec![rx.recv().unwrap(), rx.recv().unwrap()];
+    let mut got = [rx.recv().unwrap(), rx.recv().unwrap()];
     got.sort_by_key(|g| g.0);
     assert_eq!(got[0], (1, Ok(2)));
     assert_eq!(got[1], (9, Err(InvokeError::Panicked("cont".into()))));

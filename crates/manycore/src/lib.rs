@@ -41,13 +41,28 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! The rest of the cross-core invocation model is here too:
+//! [`Remote`] (global object pointers, RMI), [`Group`] (ateach / reduce /
+//! gather over multicast trees), [`Channel`] and [`Sink`] (event channels),
+//! timeouts on any [`Invocation`] and [`sleep`], coroutines
+//! ([`Core::spawn_coroutine`], [`block_on`]), and per-core schedulers
+//! ([`Scheduler`]: FIFO, priority, EDF; [`Core::call_urgent`],
+//! [`preempt_point`]). `examples/` holds one program per paper section:
+//! `rpc`, `rmi`, `channels`, `collectives`, `futures`.
+//!
 //! The crates underneath are re-exported as modules: [`sync`] (atomics
 //! facade, `EventCount`, CPU sets), [`ring`] (the SPSC ring of cache-line
 //! slots).
 
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 pub use manycore_rt::{
-    current, poll_once, Builder, Core, CoreStats, Error, IdleHook, IdlePolicy, Invocation,
-    InvokeError, Runtime, INLINE_CLOSURE_BYTES,
+    block_on, current, poll_once, preempt_point, sleep, sleep_until, Builder, Channel, Core,
+    CoreStats, Deadline, Error, Events, Group, IdleHook, IdlePolicy, Invocation, InvokeError,
+    Priority, Remote, Runtime, Scheduler, Sink, Sleep, TaskAttrs, Topology,
+    DEFAULT_COROUTINE_STACK, INLINE_CLOSURE_BYTES,
 };
 
 /// Synchronisation primitives: CachePadded, Backoff, EventCount, CPU sets.

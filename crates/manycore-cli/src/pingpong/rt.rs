@@ -1,0 +1,124 @@
+//! The manycore rows of the pingpong benchmark: a runtime with 2 cores per
+//! row, core 0 driving core 1. The whole measuring loop ([`run_batches`])
+//! runs inside one call on core 0, so the main thread only parks while it
+//! waits: a main thread spinning on a short outer call per batch would steal
+//! one of the two CPUs from the cores it measures.
+
+use std::cell::Cell;
+use std::time::{Duration, Instant};
+
+use manycore::{IdlePolicy, Runtime};
+
+use super::driver::{run_batches, Plan, Samples, PARTNER_TIMEOUT};
+use super::Idle;
+
+/// The runtime's policy for a name. `Hybrid` uses the runtime's default budget.
+fn policy(i: Idle) -> IdlePolicy {
+    match i {
+        Idle::Poll => IdlePolicy::Poll,
+        Idle::Sleep => IdlePolicy::Sleep,
+        Idle::Hybrid => IdlePolicy::default(),
+    }
+}
+
+/// A 2-core runtime with idle policy `i`, pinned.
+fn runtime(i: Idle) -> Result<Runtime, String> {
+    Runtime::builder()
+        .cores(2)
+        .idle(policy(i))
+        .pin(true)
+        .build()
+        .map_err(|e| format!("{}: cannot build the runtime: {e}", i.impl_name()))
+}
+
+/// How long a whole row may take before it gives up: its budget, the
+/// calibration (up to two repetitions' worth), and a partner timeout.
+fn row_timeout(plan: Plan) -> Duration {
+    Duration::from_secs_f64(plan.secs * 2.0) + PARTNER_TIMEOUT
+}
+
+/// Runs `f` on core 0 and waits for it (bounded by [`row_timeout`]).
+fn on_core0(
+    rt: &Runtime,
+    plan: Plan,
+    name: &str,
+    f: impl FnOnce() -> Result<Samples, String> + Send + 'static,
+) -> Result<Samples, String> {
+    rt.core(0)
+        .call(f)
+        .wait_timeout(row_timeout(plan))
+        .map_err(|e| format!("{name}: {e}"))?
+}
+
+/// Round trips of `core1.call(move || x + 1).wait()` from a task on core 0.
+pub fn round_trip(i: Idle, plan: Plan) -> Result<Samples, String> {
+    let rt = runtime(i)?;
+    let c1 = rt.core(1).clone();
+    let name = i.impl_name();
+    let s = on_core0(&rt, plan, name, move || {
+        run_batches(plan, |n| {
+            let t = Instant::now();
+            let mut x = 0u64;
+            for _ in 0..n {
+                x = c1
+                    .call(move || x + 1)
+                    .wait()
+                    .map_err(|e| format!("{name}: call: {e}"))?;
+            }
+            let el = t.elapsed();
+            if x != n {
+                return Err(format!("{name}: calls returned {x}, expected {n}"));
+            }
+            Ok(el)
+        })
+    });
+    rt.shutdown();
+    s
+}
+
+thread_local! {
+    /// Sum of the payloads the spawned closures carried (per core thread).
+    static SUM: Cell<u64> = const { Cell::new(0) };
+    /// How many spawned closures ran on this core thread.
+    static COUNT: Cell<u64> = const { Cell::new(0) };
+}
+
+/// One-way throughput: `n` fire-and-forget `spawn`s from core 0 to core 1,
+/// each adding its captured u64 into a core-local sum; the end of a batch is
+/// a `call` to core 1 that returns (and resets) the count and the sum.
+pub fn spawn_stream(i: Idle, plan: Plan) -> Result<Samples, String> {
+    let rt = runtime(i)?;
+    let c1 = rt.core(1).clone();
+    let name = i.impl_name();
+    let s = on_core0(&rt, plan, name, move || {
+        run_batches(plan, |n| {
+            let t = Instant::now();
+            for v in 0..n {
+                c1.spawn(move || {
+                    SUM.with(|s| s.set(s.get().wrapping_add(v)));
+                    COUNT.with(|c| c.set(c.get() + 1));
+                })
+                .map_err(|e| format!("{name}: spawn: {e}"))?;
+            }
+            let (count, sum) = c1
+                .call(|| (COUNT.with(|c| c.replace(0)), SUM.with(|s| s.replace(0))))
+                .wait()
+                .map_err(|e| format!("{name}: final call: {e}"))?;
+            let el = t.elapsed();
+            let want = n.wrapping_mul(n.wrapping_sub(1)) / 2;
+            if count != n || sum != want {
+                return Err(format!(
+                    "{name}: core 1 ran {count} closures (sum {sum}), expected {n} (sum {want})"
+                ));
+            }
+            Ok(el)
+        })
+    });
+    rt.shutdown();
+    s
+}
+
+/// A 2-core runtime with nothing to do (for the idle-CPU row).
+pub fn idle_runtime(i: Idle) -> Result<Runtime, String> {
+    runtime(i)
+}

@@ -1,0 +1,175 @@
+//! Coroutines: stackful tasks that may block inside nested calls (the
+//! cross-core invocation paper, section IV.A), on corosensei. To the core's
+//! executor a coroutine is one more task with one `poll` (resume) entry, like
+//! an async task; inside it, [`block_on`] suspends the coroutine, not the
+//! core, until a future (an `Invocation`, a `sleep`, ...) is ready.
+//!
+//! Each coroutine has its own stack (default 256 KiB, set per runtime with
+//! `Builder::coroutine_stack` or per call) with a guard page below it: an
+//! overflow faults on the guard page and can never overwrite other memory;
+//! the fault is reported as "coroutine stack overflow" and the process
+//! aborts, as Rust does for thread stacks (see `raw::overflow`).
+
+use crate::core::{Completer, Core};
+use crate::error::{panic_message, InvokeError};
+use crate::invocation::Invocation;
+use crate::raw::{self, CoCtx, Completion};
+use crate::scheduler::with_local;
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult};
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// Default coroutine stack size.
+pub const DEFAULT_COROUTINE_STACK: usize = 256 * 1024;
+
+type Co<T> = Coroutine<(), (), Result<T, InvokeError>, DefaultStack>;
+
+struct CoroutineTask<T> {
+    co: Co<T>,
+    yielder: Rc<raw::YielderSlot>,
+    bounds: (usize, usize),
+    completer: Option<Completer<T>>,
+}
+
+impl<T> Future for CoroutineTask<T> {
+    type Output = ();
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        let ctx = CoCtx {
+            yielder: this.yielder.clone(),
+            waker: cx.waker().clone(),
+            bounds: this.bounds,
+        };
+        let prev = raw::enter_coroutine(ctx);
+        let r = catch_unwind(AssertUnwindSafe(|| this.co.resume(())));
+        raw::leave_coroutine(prev);
+        let out = match r {
+            Ok(CoroutineResult::Yield(())) => return Poll::Pending,
+            Ok(CoroutineResult::Return(v)) => v,
+            Err(p) => Err(InvokeError::Panicked(panic_message(&*p))),
+        };
+        if let Some(c) = this.completer.take() {
+            c.complete(out);
+        }
+        Poll::Ready(())
+    }
+}
+
+impl Core {
+    /// Runs `f` as a coroutine on this core: it may call [`block_on`] at any
+    /// depth of nested calls, suspending only itself.
+    ///
+    /// ```
+    /// use manycore_rt::{block_on, Runtime};
+    /// let rt = Runtime::builder().cores(2).build().unwrap();
+    /// let c1 = rt.core(1).clone();
+    /// fn deep(c: &manycore_rt::Core, depth: u32) -> u32 {
+    ///     if depth == 0 { return block_on(c.call(|| 1)).unwrap(); }
+    ///     deep(c, depth - 1) + 1
+    /// }
+    /// assert_eq!(rt.core(0).spawn_coroutine(move || deep(&c1, 3)).wait(), Ok(4));
+    /// ```
+    pub fn spawn_coroutine<T, F>(&self, f: F) -> Invocation<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        self.spawn_coroutine_with_stack(0, f)
+    }
+
+    /// [`spawn_coroutine`](Self::spawn_coroutine) with a stack of `stack_bytes`
+    /// (0: the runtime's default). A stack that cannot be mapped gives
+    /// `Err(InvokeError::Resource)`.
+    pub fn spawn_coroutine_with_stack<T, F>(&self, stack_bytes: usize, f: F) -> Invocation<T>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let c = Arc::new(Completion::new());
+        let completer = Completer(Some(c.clone()));
+        let default = self.shared.coroutine_stack;
+        let _ = self.spawn(move || {
+            let size = if stack_bytes == 0 {
+                default
+            } else {
+                stack_bytes
+            };
+            let stack = match DefaultStack::new(size) {
+                Ok(s) => s,
+                Err(e) => {
+                    return completer.complete(Err(InvokeError::Resource(format!(
+                        "coroutine stack of {size} bytes: {e}"
+                    ))))
+                }
+            };
+            raw::overflow::install();
+            let bounds = raw::overflow::guard_window(&stack);
+            let yielder = Rc::new(raw::YielderSlot::default());
+            let y2 = yielder.clone();
+            let co: Co<T> =
+                Coroutine::with_stack(stack, move |y: &corosensei::Yielder<(), ()>, ()| {
+                    y2.set(y);
+                    catch_unwind(AssertUnwindSafe(f))
+                        .map_err(|p| InvokeError::Panicked(panic_message(&*p)))
+                });
+            let task = CoroutineTask {
+                co,
+                yielder,
+                bounds,
+                completer: Some(completer),
+            };
+            with_local(|l| {
+                if let Some(l) = l {
+                    l.exec.spawn(l, Box::pin(task));
+                }
+            });
+        });
+        Invocation::new(c, self.shared.idle.spin_budget())
+    }
+}
+
+/// Waits for a future. Inside a coroutine, suspends the coroutine (the core
+/// runs other work meanwhile). On a core outside any coroutine, keeps the
+/// core serving its messages while waiting. On any other thread, parks.
+pub fn block_on<F: Future>(fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    loop {
+        if let Some(waker) = raw::coroutine_waker() {
+            let mut cx = Context::from_waker(&waker);
+            if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+                return v;
+            }
+            raw::suspend_coroutine();
+            continue;
+        }
+        let on_core = with_local(|l| l.map(|l| l.block_on_step(&mut fut)));
+        match on_core {
+            Some(Some(v)) => return v,
+            Some(None) => continue,
+            None => return block_on_thread(fut),
+        }
+    }
+}
+
+fn block_on_thread<F: Future>(mut fut: Pin<&mut F>) -> F::Output {
+    use std::task::{Wake, Waker};
+    struct T(std::thread::Thread);
+    impl Wake for T {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark()
+        }
+    }
+    let w = Waker::from(Arc::new(T(std::thread::current())));
+    let mut cx = Context::from_waker(&w);
+    loop {
+        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+        std::thread::park();
+    }
+}
