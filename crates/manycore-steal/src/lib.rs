@@ -8,9 +8,14 @@
 //! scheduler still polls its messages during long sequential runs. Here:
 //!
 //! * [`join`]`(a, b)` writes `b` into a frame on its own stack and links it
-//!   into the thread's *latent list* (plain loads and stores: no atomic
+//!   into the thread's *latent list*, a chain of stack frames from the
+//!   innermost join outwards (plain loads and stores: no atomic
 //!   read-modify-write, no fence, no allocation), runs `a`, and then runs `b`
 //!   inline if it is still latent: the sequential program plus a few stores.
+//!   [`Ctx::join`] carries the chain in the context it passes down and keeps
+//!   at most [`LATENT_WINDOW`] frames latent per chain.
+//! * On a manycore runtime ([`attach`], [`StealExt::install`]) the workers are
+//!   the runtime's cores; [`ThreadPool`] provides plain threads instead.
 //! * An idle worker *announces demand* (a bit in a shared word and `HUNGRY`
 //!   in its mailbox) and sleeps on its doorbell.
 //! * Every [`max_sequential`] joins a busy worker's *heartbeat* polls its

@@ -49,6 +49,8 @@ fn lookup(id: u64) -> Option<Arc<Pool>> {
 /// hook (once; later calls are no-ops). [`StealExt::install`] calls it.
 ///
 /// Fails with [`Error::HookAlreadySet`] if another idle hook is installed.
+/// The steal pool lives as long as the runtime keeps its idle hook (the
+/// pool holds the runtime's core handles, so in practice until process exit).
 pub fn attach(rt: &Runtime) -> Result<(), Error> {
     let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     reg.retain(|(_, w)| w.strong_count() > 0);
