@@ -378,6 +378,9 @@ fn run_workload(
     let rps = [rayon_pool(1), rayon_pool(2)];
     let cps = [chili_pool(1), chili_pool(2)];
     let mut run_one = |k: usize| -> Duration {
+        // Let the previous configuration's threads finish spinning and go to
+        // sleep, so that no pool's idle threads compete with the next one.
+        std::thread::sleep(Duration::from_millis(5));
         match k {
             0 => (w.seq)(),
             1 | 2 => (w.mc)(&rts[k - 1]),
@@ -762,13 +765,10 @@ fn table1(opts: &StealBenchOpts, out: &mut Vec<Record>) {
     let rt = runtime(2);
     manycore_steal::attach(&rt).expect("attach");
     let old = manycore_steal::max_sequential();
-    manycore_steal::set_max_sequential(1);
     let rounds = if opts.quick { 300 } else { 1000 };
     let mut stolen: Vec<f64> = rt.install(move || {
-        // The new heartbeat interval takes effect at the next heartbeat.
-        for _ in 0..2 * manycore_steal::DEFAULT_MAX_SEQUENTIAL {
-            black_box(manycore_steal::join(|| 1, || 2));
-        }
+        // On core 0 itself, so that it applies at once.
+        manycore_steal::set_max_sequential(1);
         let mut v = Vec::new();
         for _ in 0..rounds {
             let before = manycore_steal::current_stats().unwrap_or_default();
@@ -781,9 +781,9 @@ fn table1(opts: &StealBenchOpts, out: &mut Vec<Record>) {
                 v.push(d.saturating_sub(ta.max(tb)).as_secs_f64());
             }
         }
+        manycore_steal::set_max_sequential(old);
         v
     });
-    manycore_steal::set_max_sequential(old);
     rt.shutdown();
     let n = stolen.len();
     stolen.sort_by(|a, b| a.total_cmp(b));

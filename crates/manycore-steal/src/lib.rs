@@ -18,7 +18,8 @@
 //!   the runtime's cores; [`ThreadPool`] provides plain threads instead.
 //! * An idle worker *announces demand* (a bit in a shared word and `HUNGRY`
 //!   in its mailbox) and sleeps on its doorbell.
-//! * Every [`max_sequential`] joins a busy worker's *heartbeat* polls its
+//! * Every so many joins (about every [`HEARTBEAT_PERIOD`], or a fixed
+//!   [`max_sequential`]) a busy worker's *heartbeat* polls its
 //!   messages and, if a worker is hungry, *promotes* its oldest latent frame
 //!   (the biggest piece of work, as in Cilk and MuSE) into that thief's
 //!   mailbox and rings its doorbell.
@@ -71,7 +72,7 @@ mod thread_pool;
 
 pub use pool::{
     max_poll_gap, max_sequential, measure_poll_gaps, set_max_sequential, StealStats,
-    DEFAULT_MAX_SEQUENTIAL,
+    DEFAULT_MAX_SEQUENTIAL, HEARTBEAT_PERIOD,
 };
 #[cfg(not(loom))]
 pub use rt::{attach, steal_stats, StealExt};

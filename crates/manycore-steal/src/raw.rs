@@ -37,11 +37,13 @@ pub(crate) struct Local {
     pub(crate) tail: Cell<*const JobHeader>,
     /// Joins left until the next heartbeat.
     pub(crate) beat: Cell<u32>,
+    /// Joins per heartbeat in adaptive mode (see `pool::HEARTBEAT_PERIOD`).
+    pub(crate) interval: Cell<u32>,
     /// Heartbeat interval multiplier (a power of two): doubled when a
     /// promoted job comes back unstolen (the thief was not running), reset
     /// when a steal succeeds, so that promotions nobody takes cost little.
     pub(crate) backoff: Cell<u32>,
-    /// Timestamp (ns since [`crate::pool::epoch`]) of the last poll, 0 if none in this tree.
+    /// Timestamp (`pool::now_ns`) of the last heartbeat, 0 if none yet in this tree.
     pub(crate) last_poll: Cell<u64>,
     /// True once this thread has asked whether it is a runtime core.
     pub(crate) checked: Cell<bool>,
@@ -53,6 +55,7 @@ impl Local {
             tail: Cell::new(ptr::null()),
             beat: Cell::new(0),
             backoff: Cell::new(1),
+            interval: Cell::new(256),
             last_poll: Cell::new(0),
             checked: Cell::new(false),
         }
