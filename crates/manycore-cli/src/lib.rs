@@ -12,6 +12,7 @@
 
 pub mod bench_cci;
 pub mod bench_sock;
+pub mod bench_steal;
 pub mod cli;
 pub mod pingpong;
 pub mod plot;

@@ -33,7 +33,7 @@ use crate::progress::Progress;
 use crate::record::Record;
 #[allow(unused_imports)]
 use crate::report::{Section, SectionCtx};
-use crate::{bench_cci, bench_sock, pingpong};
+use crate::{bench_cci, bench_sock, bench_steal, pingpong};
 
 /// A `manycore bench` subcommand.
 #[derive(Debug)]
@@ -125,6 +125,20 @@ pub const BENCHES: &[Bench] = &[
         },
         summary: None,
     },
+    Bench {
+        name: "steal",
+        about: "fork-join fib, knary, tree sum, quicksort: sequential, manycore, rayon, chili (MuSE Tables 1, 2)",
+        flags: &[],
+        default_secs: 1.0,
+        details: "",
+        run: |a, _| {
+            bench_steal::run(&bench_steal::StealBenchOpts {
+                secs: a.secs.unwrap_or(1.0),
+                quick: a.quick,
+            })
+        },
+        summary: None,
+    },
 ];
 
 /// Every section of `manycore report`, in order.
@@ -155,6 +169,20 @@ pub const SECTIONS: &[SectionEntry] = &[
                  against Unix domain sockets and TCP loopback; Table 1: one client's throughput as the server's 8 KiB buffer \
                  is split among more connections (chunk size per row).",
                 bench_sock::run(&bench_sock::SockBenchOpts { secs: 0.1, quick: ctx.quick }),
+            )
+        },
+    },
+    SectionEntry {
+        name: "steal",
+        run: |ctx| {
+            Section::auto(
+                "steal",
+                "Fork-join: on-stack execution, stolen on demand (MuSE)",
+                "Ts, and T1/T2 on 1 and 2 cores for manycore, rayon and chili; efficiency is (Ts/T2)/S_cap.",
+                bench_steal::run(&bench_steal::StealBenchOpts {
+                    secs: ctx.secs.min(0.3),
+                    quick: ctx.quick,
+                }),
             )
         },
     },

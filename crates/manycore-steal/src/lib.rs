@@ -1,1 +1,207 @@
-//! manycore fork-join: lazy on-stack execution with stealing on demand (MuSE).
+//! manycore fork-join: lazy on-stack execution with stealing on demand, after
+//! Leberecht, *The MuSE System: A Flexible Combination of On-Stack Execution
+//! and Work-Stealing* (`shared/papers/muse-on-stack-work-stealing.txt`).
+//!
+//! MuSE calls every subgraph on the stack like a sequential program and pays
+//! for parallelism (a heap context, a queue, a migration) only when an idle
+//! node actually takes work; a bound, `MAX_SEQUENTIAL`, makes sure the
+//! scheduler still polls its messages during long sequential runs. Here:
+//!
+//! * [`join`]`(a, b)` writes `b` into a frame on its own stack and links it
+//!   into the thread's *latent list*, a chain of stack frames from the
+//!   innermost join outwards (plain loads and stores: no atomic
+//!   read-modify-write, no fence, no allocation), runs `a`, and then runs `b`
+//!   inline if it is still latent: the sequential program plus a few stores.
+//!   [`Ctx::join`] carries the chain in the context it passes down and keeps
+//!   at most [`LATENT_WINDOW`] frames latent per chain.
+//! * On a manycore runtime ([`attach`], [`StealExt::install`]) the workers are
+//!   the runtime's cores; [`ThreadPool`] provides plain threads instead.
+//! * An idle worker *announces demand* (a bit in a shared word and `HUNGRY`
+//!   in its mailbox) and sleeps on its doorbell.
+//! * Every so many joins (about every [`HEARTBEAT_PERIOD`], or a fixed
+//!   [`max_sequential`]) a busy worker's *heartbeat* polls its
+//!   messages and, if a worker is hungry, *promotes* its oldest latent frame
+//!   (the biggest piece of work, as in Cilk and MuSE) into that thief's
+//!   mailbox and rings its doorbell.
+//! * The owner of a promoted frame, back at its join, takes the frame back if
+//!   the thief has not started it yet, otherwise it waits for it while running
+//!   work handed to it (the thief serves the waiting owner's demand in turn:
+//!   leapfrogging) and polling messages; every spin is bounded.
+//!
+//! `README.md` beside this file describes the protocol; `tests/loom.rs`
+//! model-checks it.
+//!
+//! # Example
+//!
+//! ```
+//! use manycore_steal::{join, ThreadPool};
+//!
+//! fn fib(n: u64) -> u64 {
+//!     if n < 2 { return n; }
+//!     let (a, b) = join(|| fib(n - 1), || fib(n - 2));
+//!     a + b
+//! }
+//!
+//! let pool = ThreadPool::new(2);
+//! assert_eq!(pool.install(|| fib(20)), 6765);
+//! // Outside a pool or runtime, join simply runs sequentially.
+//! assert_eq!(fib(10), 55);
+//! ```
+//!
+//! The context-passing form saves the thread-local lookup on every join:
+//!
+//! ```
+//! use manycore_steal::{with_ctx, Ctx};
+//!
+//! fn fib(s: Ctx<'_>, n: u64) -> u64 {
+//!     if n < 2 { return n; }
+//!     let (a, b) = s.join(|s| fib(s, n - 1), |s| fib(s, n - 2));
+//!     a + b
+//! }
+//! assert_eq!(with_ctx(|s| fib(s, 20)), 6765);
+//! ```
+
+mod pool;
+#[doc(hidden)]
+pub mod probe;
+mod raw;
+#[cfg(not(loom))]
+mod rt;
+mod scope;
+mod thread_pool;
+
+pub use pool::{
+    max_poll_gap, max_sequential, measure_poll_gaps, set_max_sequential, StealStats,
+    DEFAULT_MAX_SEQUENTIAL, HEARTBEAT_PERIOD,
+};
+#[cfg(not(loom))]
+pub use rt::{attach, steal_stats, StealExt};
+pub use scope::{scope, Scope};
+pub use thread_pool::{ThreadPool, ThreadPoolBuilder};
+
+use raw::Local;
+use std::marker::PhantomData;
+
+/// Runs `a` and `b`, potentially in parallel, and returns both results.
+///
+/// Rayon's semantics: both closures always run; if either panics, the panic
+/// propagates after both have finished (`a`'s wins if both panic). On a
+/// worker (a manycore core, or inside [`ThreadPool::install`]) `b` is latent
+/// work that an idle worker may steal; anywhere else the two run one after
+/// the other on the calling thread.
+#[inline]
+pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    raw::with_local(|l| {
+        raw::join::<true, _, _, _, _>(l, l.tail.get(), move |_| a(), move |_, _, _| b())
+    })
+}
+
+/// How many recorded (latent) joins a [`Ctx`] chain holds at most: deeper
+/// joins of the context form run as plain calls (still counted by the
+/// heartbeat, which still polls and serves demand). Promotion takes the
+/// oldest frames, so the window only bounds how much small work is latent at
+/// once, as chili's join does; a chain shortens as the recursion returns, and
+/// joins below it are recorded again.
+pub const LATENT_WINDOW: u32 = 8;
+
+/// The context-passing form of [`join`] (as in `chili`): a handle on the
+/// calling worker and its chain of latent frames, passed down the recursion
+/// by value, so that a join touches no thread-local state but the heartbeat
+/// counter. Not `Send`: it belongs to one thread.
+#[derive(Debug, Clone, Copy)]
+pub struct Ctx<'a> {
+    /// The innermost frame of this context's join chain.
+    tail: *const raw::JobHeader,
+    /// Recorded frames on the chain (at most [`LATENT_WINDOW`]).
+    depth: u32,
+    _worker: PhantomData<&'a Local>,
+}
+
+impl Ctx<'_> {
+    /// [`join`], passing each closure the context of the worker that runs it.
+    /// Records `b` as latent work while the chain holds fewer than
+    /// [`LATENT_WINDOW`] frames; below that, runs `a` then `b` as plain calls.
+    #[inline]
+    pub fn join<A, B, RA, RB>(self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce(Ctx<'_>) -> RA + Send,
+        B: FnOnce(Ctx<'_>) -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        let (tail, depth) = (self.tail, self.depth);
+        raw::with_local_flat(|local| {
+            if depth >= LATENT_WINDOW {
+                return raw::join_unrecorded(local, tail, move || a(self), move || b(self));
+            }
+            join_recorded(local, tail, depth, a, b)
+        })
+    }
+}
+
+/// The recorded join of the context form, kept out of line: the caller's own
+/// frame then holds no escaping stack slot on the common (unrecorded) path,
+/// so the optimiser can treat that path like plain recursion.
+#[inline(never)]
+fn join_recorded<A, B, RA, RB>(
+    local: &Local,
+    tail: *const raw::JobHeader,
+    depth: u32,
+    a: A,
+    b: B,
+) -> (RA, RB)
+where
+    A: FnOnce(Ctx<'_>) -> RA + Send,
+    B: FnOnce(Ctx<'_>) -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    raw::join::<false, _, _, _, _>(
+        local,
+        tail,
+        move |t| {
+            a(Ctx {
+                tail: t,
+                depth: depth + 1,
+                _worker: PhantomData,
+            })
+        },
+        // On a thief the chain starts afresh.
+        move |_, t, stolen| {
+            b(Ctx {
+                tail: t,
+                depth: if stolen { 0 } else { depth },
+                _worker: PhantomData,
+            })
+        },
+    )
+}
+
+/// Runs `f` with the calling thread's [`Ctx`].
+#[inline]
+pub fn with_ctx<R>(f: impl FnOnce(Ctx<'_>) -> R) -> R {
+    let tail = raw::with_local(|l| l.tail.get());
+    f(Ctx {
+        tail,
+        depth: 0,
+        _worker: PhantomData,
+    })
+}
+
+/// Steal counters of the pool the calling thread is a worker of, if any.
+pub fn current_stats() -> Option<StealStats> {
+    pool::current().map(|(p, _)| p.stats())
+}
+
+/// Called at a thread's first heartbeat when it is no pool's worker yet: if it
+/// is a core of an attached runtime, bind it.
+fn attach_current_thread() {
+    #[cfg(not(loom))]
+    rt::attach_current_thread();
+}

@@ -50,6 +50,9 @@
 //! [`preempt_point`]). `examples/` holds one program per paper section:
 //! `rpc`, `rmi`, `channels`, `collectives`, `futures`.
 //!
+//! Fork-join ([`join`], [`scope`], [`steal`]) and shared-memory sockets
+//! ([`sock`]) are here too.
+//!
 //! The crates underneath are re-exported as modules: [`sync`] (atomics
 //! facade, `EventCount`, CPU sets), [`ring`] (the SPSC ring of cache-line
 //! slots).
@@ -64,6 +67,15 @@ pub use manycore_rt::{
     Priority, Remote, Runtime, Scheduler, Sink, Sleep, TaskAttrs, Topology,
     DEFAULT_COROUTINE_STACK, INLINE_CLOSURE_BYTES,
 };
+
+/// Fork-join on the stack, stolen only on demand (MuSE): `join`, `scope`,
+/// the context form `with_ctx`/`Ctx::join`, and `StealExt::install`.
+pub use manycore_steal as steal;
+pub use manycore_steal::{join, scope, with_ctx, Ctx, Scope, StealExt};
+
+/// Sockets over shared memory with buddy-managed buffers (rckSock), in the
+/// shape of `std::net`, between threads and processes.
+pub use manycore_sock as sock;
 
 /// Synchronisation primitives: CachePadded, Backoff, EventCount, CPU sets.
 pub mod sync {

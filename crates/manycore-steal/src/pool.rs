@@ -1,0 +1,459 @@
+//! The shared side of stealing: per-worker mailboxes, the demand word, the
+//! heartbeat, the thief's idle hook and the owner's wait for a stolen job.
+//!
+//! MuSE (Leberecht, section 3.2) runs every call on the stack and spawns only
+//! on demand, bounding sequential runs by `MAX_SEQUENTIAL` so that the
+//! scheduler keeps polling; here an idle worker announces demand (its bit in
+//! [`Pool::hungry`] plus `HUNGRY` in its mailbox) and sleeps, and a busy
+//! worker, every `MAX_SEQUENTIAL` joins (its heartbeat), polls its messages
+//! and, if someone is hungry, promotes its oldest latent frame straight into
+//! that thief's mailbox. The protocol is described in `README.md` and
+//! model-checked in `tests/loom.rs`.
+
+use crate::raw::{self, JobHeader, Local};
+use manycore_sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use manycore_sync::{Arc, CachePadded, EventCount, SpinBudget};
+use std::cell::RefCell;
+use std::ptr::NonNull;
+use std::time::Duration;
+
+/// Mailbox value: not asking for work.
+pub(crate) const EMPTY: usize = 0;
+/// Mailbox value: asking for work (any larger value is a job's address).
+pub(crate) const HUNGRY: usize = 1;
+
+/// Largest heartbeat interval multiplier after promotions that came back unstolen.
+const MAX_BACKOFF: u32 = 16;
+
+/// `max_sequential()` value meaning "adaptive": the number of joins between
+/// two heartbeats is tuned per worker so that heartbeats come about every
+/// [`HEARTBEAT_PERIOD`] (a join count calibrated by a clock read at each
+/// heartbeat; joins themselves never read the clock).
+pub const DEFAULT_MAX_SEQUENTIAL: u32 = 0;
+
+/// The target time between two heartbeats in adaptive mode. On this class of
+/// machine a steal costs a few microseconds (cache-line round trips of
+/// 1.3-1.6 us, futex wake-ups of 15-30 us), so serving demand much more often
+/// than this costs more than it gains; message polling latency stays bounded
+/// by about this much (plus preemption).
+pub const HEARTBEAT_PERIOD: Duration = Duration::from_micros(25);
+
+const MIN_INTERVAL: u32 = 16;
+const MAX_INTERVAL: u32 = 1 << 16;
+
+// Process-wide settings and statistics are std atomics on purpose: they are
+// hints outside the steal protocol (loom's atomics cannot live in statics).
+static MAX_SEQUENTIAL: std::sync::atomic::AtomicU32 =
+    std::sync::atomic::AtomicU32::new(DEFAULT_MAX_SEQUENTIAL);
+
+/// Sets MuSE's `MAX_SEQUENTIAL`: a fixed number of joins a worker runs
+/// between two heartbeats (poll messages, serve demand), or 0 for the
+/// adaptive default ([`HEARTBEAT_PERIOD`]). Process-wide; a worker picks the
+/// new value up at its next heartbeat.
+pub fn set_max_sequential(n: u32) {
+    MAX_SEQUENTIAL.store(n, std::sync::atomic::Ordering::Relaxed);
+    // The calling thread's next join is a heartbeat, which applies it.
+    raw::with_local(|l| l.beat.set(0));
+}
+
+/// The current `MAX_SEQUENTIAL` setting (0: adaptive; see [`set_max_sequential`]).
+pub fn max_sequential() -> u32 {
+    MAX_SEQUENTIAL.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// What the steal protocol needs from the scheduler a worker lives in: the
+/// seam between this crate and `manycore-rt` (or the built-in thread pool).
+pub(crate) trait Host: Send + Sync + 'static {
+    /// Runs pending incoming messages on the calling core (bounded batch).
+    fn poll_once(&self) -> usize;
+    /// Makes worker `i`'s idle loop run again (call its idle hook).
+    fn notify(&self, i: usize);
+}
+
+/// A worker's shared state.
+#[derive(Debug, Default)]
+pub(crate) struct WorkerShared {
+    /// `EMPTY`, `HUNGRY`, or the address of a job handed to this worker.
+    mailbox: AtomicUsize,
+    /// Where this worker sleeps while it waits for a stolen job (and, in the
+    /// built-in pool, while idle).
+    pub(crate) ec: EventCount,
+}
+
+/// Counters, for tests and benchmarks.
+#[derive(Debug, Default)]
+struct Counters {
+    promotions: AtomicU64,
+    reclaims: AtomicU64,
+}
+
+/// Counters of a pool since it started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StealStats {
+    /// Latent jobs promoted and handed to a thief.
+    pub promotions: u64,
+    /// Promoted jobs taken back by their owner before the thief started them.
+    pub reclaims: u64,
+}
+
+/// The workers of one runtime (or built-in pool) that steal from each other.
+pub(crate) struct Pool {
+    workers: Box<[CachePadded<WorkerShared>]>,
+    /// Bit i: worker i is (probably) hungry. A hint; the mailbox decides.
+    hungry: CachePadded<AtomicU64>,
+    host: Box<dyn Host>,
+    /// How long a waiting owner spins before it sleeps.
+    spin: Duration,
+    counters: Counters,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("workers", &self.workers.len())
+            .field("hungry", &self.hungry.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// At most this many workers take part in stealing (the demand word's width).
+pub(crate) const MAX_WORKERS: usize = 64;
+
+impl Pool {
+    pub(crate) fn new(n: usize, host: Box<dyn Host>, spin: Duration) -> Self {
+        let n = n.clamp(1, MAX_WORKERS);
+        Self {
+            workers: (0..n)
+                .map(|_| CachePadded::new(WorkerShared::default()))
+                .collect(),
+            hungry: CachePadded::new(AtomicU64::new(0)),
+            host,
+            spin,
+            counters: Counters::default(),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.workers.len()
+    }
+
+    pub(crate) fn worker(&self, i: usize) -> &WorkerShared {
+        &self.workers[i]
+    }
+
+    pub(crate) fn stats(&self) -> StealStats {
+        StealStats {
+            promotions: self.counters.promotions.load(Ordering::Relaxed),
+            reclaims: self.counters.reclaims.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Wakes worker `i` wherever it sleeps: in `wait_stolen` (its event count)
+    /// or in its scheduler's idle loop (the host's doorbell).
+    fn wake(&self, i: usize) {
+        self.workers[i].ec.notify_one();
+        self.host.notify(i);
+    }
+
+    /// True if a job waits in worker `i`'s mailbox.
+    pub(crate) fn has_job(&self, i: usize) -> bool {
+        self.workers[i].mailbox.load(Ordering::Relaxed) > HUNGRY
+    }
+
+    /// Takes the job in worker `me`'s mailbox, if any.
+    pub(crate) fn take_job(&self, me: usize) -> Option<NonNull<JobHeader>> {
+        let mb = &self.workers[me].mailbox;
+        // Acquire; pairs with the Release CAS in `serve` (the frame's contents).
+        let m = mb.load(Ordering::Acquire);
+        if m <= HUNGRY {
+            return None;
+        }
+        // Acquire, as above. Fails only if the owner took the job back.
+        if mb
+            .compare_exchange(m, EMPTY, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            NonNull::new(m as *mut JobHeader)
+        } else {
+            None
+        }
+    }
+
+    /// Announces that worker `me` wants work (no-op if it already does, or if a
+    /// job is already waiting for it).
+    pub(crate) fn register(&self, me: usize) {
+        let mb = &self.workers[me].mailbox;
+        // Only this worker moves its mailbox away from EMPTY.
+        if mb.load(Ordering::Relaxed) == EMPTY {
+            mb.store(HUNGRY, Ordering::Relaxed);
+            // Release; pairs with the Acquire `fetch_and` in `serve`: a victim
+            // that claims the bit sees HUNGRY in the mailbox.
+            self.hungry.fetch_or(1 << me, Ordering::Release);
+        }
+    }
+
+    /// Withdraws worker `me`'s demand; returns a job that arrived meanwhile
+    /// (the caller must run it).
+    pub(crate) fn withdraw(&self, me: usize) -> Option<NonNull<JobHeader>> {
+        let mb = &self.workers[me].mailbox;
+        loop {
+            match mb.load(Ordering::Acquire) {
+                EMPTY => return None,
+                HUNGRY => {
+                    // The stale demand bit is harmless: a victim's CAS will fail.
+                    if mb
+                        .compare_exchange(HUNGRY, EMPTY, Ordering::Relaxed, Ordering::Relaxed)
+                        .is_ok()
+                    {
+                        return None;
+                    }
+                }
+                _ => {
+                    if let Some(j) = self.take_job(me) {
+                        return Some(j);
+                    }
+                }
+            }
+        }
+    }
+
+    /// At a heartbeat of worker `me`: hand the oldest latent frame to a hungry
+    /// worker, if there is one.
+    fn serve(&self, start: *const JobHeader, me: usize) {
+        let hint = self.hungry.load(Ordering::Relaxed) & !(1u64 << me);
+        if hint == 0 {
+            return;
+        }
+        let t = hint.trailing_zeros() as usize;
+        let bit = 1u64 << t;
+        // Acquire; pairs with the Release `fetch_or` in `register`.
+        if self.hungry.fetch_and(!bit, Ordering::Acquire) & bit == 0 {
+            return; // another victim claimed this thief
+        }
+        let Some(p) = raw::promote_oldest(start, me, t) else {
+            return;
+        };
+        // Release; pairs with the Acquire load/CAS in `take_job`: the thief
+        // sees `b` and `owner` as written by this thread.
+        match self.workers[t].mailbox.compare_exchange(
+            HUNGRY,
+            p.job.as_ptr() as usize,
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => {
+                self.counters.promotions.fetch_add(1, Ordering::Relaxed);
+                self.wake(t);
+            }
+            // The thief withdrew: the frame was never seen, put it back.
+            Err(_) => raw::unpromote(p),
+        }
+    }
+
+    /// The idle hook of worker `me`: run a job handed to it, or announce demand.
+    /// Returns true if it ran a job.
+    pub(crate) fn on_idle(this: &Arc<Self>, me: usize) -> bool {
+        bind(this, me);
+        let this: &Self = this;
+        raw::with_local(|local| {
+            if let Some(job) = this.take_job(me) {
+                local.last_poll.set(0);
+                this.run_job(job, local);
+                true
+            } else {
+                this.register(me);
+                false
+            }
+        })
+    }
+
+    pub(crate) fn run_job(&self, job: NonNull<JobHeader>, local: &Local) {
+        // SAFETY: `job` came out of this worker's mailbox by `take_job`'s
+        // Acquire CAS, and this thread is worker `me` of this pool.
+        let owner = unsafe { raw::run_stolen(job, local) };
+        // The owner sleeps, if at all, on its event count (in `wait_stolen`).
+        self.workers[owner].ec.notify_one();
+    }
+}
+
+// The pool this thread is a worker of, and its index.
+#[cfg(not(loom))]
+thread_local! {
+    static BOUND: RefCell<Option<(Arc<Pool>, usize)>> = const { RefCell::new(None) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static BOUND: RefCell<Option<(Arc<Pool>, usize)>> = RefCell::new(None);
+}
+
+/// Makes the calling thread worker `me` of `pool` (no-op if it already is).
+pub(crate) fn bind(pool: &Arc<Pool>, me: usize) {
+    BOUND.with(|b| {
+        let mut b = b.borrow_mut();
+        if !matches!(&*b, Some((p, i)) if Arc::ptr_eq(p, pool) && *i == me) {
+            *b = Some((pool.clone(), me));
+        }
+    });
+}
+
+/// Undoes [`bind`], returning the previous binding.
+pub(crate) fn unbind() -> Option<(Arc<Pool>, usize)> {
+    BOUND.with(|b| b.borrow_mut().take())
+}
+
+/// Restores a binding returned by [`unbind`].
+pub(crate) fn rebind(prev: Option<(Arc<Pool>, usize)>) {
+    BOUND.with(|b| *b.borrow_mut() = prev);
+}
+
+fn with_bound<R>(f: impl FnOnce(Option<(&Arc<Pool>, usize)>) -> R) -> R {
+    BOUND.with(|b| {
+        let b = b.borrow();
+        f(b.as_ref().map(|(p, i)| (p, *i)))
+    })
+}
+
+/// The pool and index of the calling thread, if it is a worker.
+pub(crate) fn current() -> Option<(Arc<Pool>, usize)> {
+    with_bound(|b| b.map(|(p, i)| (p.clone(), i)))
+}
+
+/// Nanoseconds since the first call (a process-wide epoch for poll-gap stats).
+#[cfg(not(loom))]
+pub(crate) fn now_ns() -> u64 {
+    use std::sync::OnceLock;
+    use std::time::Instant;
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    let e = *EPOCH.get_or_init(Instant::now);
+    e.elapsed().as_nanos() as u64 + 1
+}
+#[cfg(loom)]
+pub(crate) fn now_ns() -> u64 {
+    1
+}
+
+static GAP_STATS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static MAX_GAP_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Starts (or restarts) measuring the longest gap between two polls of a
+/// worker inside a join tree; [`max_poll_gap`] reads it.
+pub fn measure_poll_gaps(on: bool) {
+    MAX_GAP_NS.store(0, std::sync::atomic::Ordering::Relaxed);
+    GAP_STATS.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The longest gap between two heartbeat polls seen since
+/// [`measure_poll_gaps`]`(true)`.
+pub fn max_poll_gap() -> Duration {
+    Duration::from_nanos(MAX_GAP_NS.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// MuSE's `MAX_SEQUENTIAL` point, reached every `max_sequential()` joins (or,
+/// in adaptive mode, every so many joins that it comes about every
+/// [`HEARTBEAT_PERIOD`]): poll the scheduler's messages and serve demand.
+#[cold]
+#[inline(never)]
+pub(crate) fn heartbeat(local: &Local, start: *const JobHeader) {
+    let fixed = max_sequential();
+    let backoff = local.backoff.get();
+    let now = if fixed == 0 || GAP_STATS.load(std::sync::atomic::Ordering::Relaxed) {
+        now_ns()
+    } else {
+        0
+    };
+    let last = local.last_poll.replace(now);
+    let interval = if fixed != 0 {
+        fixed
+    } else {
+        let mut iv = local.interval.get();
+        if last != 0 && now != 0 {
+            let elapsed = now.saturating_sub(last);
+            let target = HEARTBEAT_PERIOD.as_nanos() as u64 * u64::from(backoff);
+            if elapsed < target / 2 && iv < MAX_INTERVAL {
+                iv *= 2;
+            } else if elapsed > target * 2 && iv > MIN_INTERVAL {
+                iv /= 2;
+            }
+            local.interval.set(iv);
+        }
+        iv
+    };
+    local.beat.set(interval.saturating_mul(backoff) - 1);
+    if !local.checked.get() {
+        local.checked.set(true);
+        if with_bound(|b| b.is_none()) {
+            crate::attach_current_thread();
+        }
+    }
+    // The shared borrow of the binding lasts through the poll: bindings change
+    // only outside join trees (install, idle hook), never under a running join.
+    with_bound(|b| {
+        let Some((p, me)) = b else { return };
+        if GAP_STATS.load(std::sync::atomic::Ordering::Relaxed) && last != 0 && now > last {
+            MAX_GAP_NS.fetch_max(now - last, std::sync::atomic::Ordering::Relaxed);
+        }
+        p.host.poll_once();
+        p.serve(start, me);
+    });
+}
+
+/// The owner's side of a promoted frame: take it back if the thief has not
+/// started it (returns false: run `b` inline), or wait for the thief's `done`
+/// while running other work (returns true: the result is in the frame).
+pub(crate) fn wait_stolen(local: &Local, job: &JobHeader) -> bool {
+    let (pool, me) = current().expect("a promoted frame implies a bound worker");
+    let thief = raw::thief_of(job);
+    let addr = job as *const JobHeader as usize;
+    // Relaxed: on success the thief never read the frame.
+    if pool.workers[thief]
+        .mailbox
+        .compare_exchange(addr, EMPTY, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+    {
+        pool.counters.reclaims.fetch_add(1, Ordering::Relaxed);
+        local
+            .backoff
+            .set((local.backoff.get() * 2).min(MAX_BACKOFF));
+        return false;
+    }
+    let ec = &pool.workers[me].ec;
+    let mut spin = SpinBudget::new(if cfg!(loom) {
+        Duration::ZERO
+    } else {
+        pool.spin
+    });
+    loop {
+        if raw::is_done(job) {
+            break;
+        }
+        // Help: run what a victim (usually the thief itself) hands us.
+        if let Some(j) = pool.take_job(me) {
+            pool.run_job(j, local);
+            spin.reset();
+            continue;
+        }
+        pool.register(me);
+        if spin.spin() {
+            continue;
+        }
+        pool.host.poll_once();
+        let key = ec.prepare_wait();
+        if raw::is_done(job) || pool.has_job(me) {
+            ec.cancel_wait();
+            continue;
+        }
+        #[cfg(loom)]
+        ec.wait(key);
+        #[cfg(not(loom))]
+        {
+            // Bounded so that messages are still polled while we wait.
+            let _ = ec.wait_timeout(key, Duration::from_millis(1));
+        }
+        spin.reset();
+    }
+    if let Some(j) = pool.withdraw(me) {
+        pool.run_job(j, local);
+    }
+    local.backoff.set(1);
+    true
+}

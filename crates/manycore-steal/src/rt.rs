@@ -1,0 +1,129 @@
+//! Integration with `manycore-rt`: a runtime's cores become the workers of
+//! one steal pool. Thieves are idle cores: the runtime calls the pool's
+//! [`IdleHook`] when a core finds nothing to do, which runs a job handed to
+//! the core or announces demand; a victim's heartbeat polls the core's
+//! messages with [`manycore_rt::poll_once`] (MuSE's `MAX_SEQUENTIAL` poll).
+
+use crate::pool::{self, Host, Pool};
+use manycore_rt::{Core, Error, IdleHook, InvokeError, Runtime};
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+struct RtHost {
+    cores: Vec<Core>,
+}
+
+impl Host for RtHost {
+    fn poll_once(&self) -> usize {
+        manycore_rt::poll_once()
+    }
+    fn notify(&self, i: usize) {
+        // A message rather than `Core::notify`: the core's sleep re-checks its
+        // rings, not the idle hook, so a bare doorbell ring that lands between
+        // the hook and the sleep would be lost; an (empty) message is not.
+        // Its arrival makes the core's loop run the idle hook again.
+        let _ = self.cores[i].spawn(|| {});
+    }
+}
+
+struct Hook(Arc<Pool>);
+
+impl IdleHook for Hook {
+    fn on_idle(&self, core: usize) -> bool {
+        core < self.0.len() && Pool::on_idle(&self.0, core)
+    }
+}
+
+/// The pools of attached runtimes, by runtime id.
+static REGISTRY: Mutex<Vec<(u64, Weak<Pool>)>> = Mutex::new(Vec::new());
+
+fn lookup(id: u64) -> Option<Arc<Pool>> {
+    let reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    reg.iter()
+        .find(|(i, _)| *i == id)
+        .and_then(|(_, w)| w.upgrade())
+}
+
+/// Makes `rt`'s cores steal from each other: installs the steal pool's idle
+/// hook (once; later calls are no-ops). [`StealExt::install`] calls it.
+///
+/// Fails with [`Error::HookAlreadySet`] if another idle hook is installed.
+/// The steal pool lives as long as the runtime keeps its idle hook (the
+/// pool holds the runtime's core handles, so in practice until process exit).
+pub fn attach(rt: &Runtime) -> Result<(), Error> {
+    let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    reg.retain(|(_, w)| w.strong_count() > 0);
+    if reg.iter().any(|(i, _)| *i == rt.id()) {
+        return Ok(());
+    }
+    let host = RtHost {
+        cores: rt.cores().to_vec(),
+    };
+    // An owner waiting for a stolen job spins as briefly as the runtime's
+    // idle policy allows, then sleeps.
+    let spin = rt
+        .idle_policy()
+        .spin_budget()
+        .min(Duration::from_micros(20));
+    let pool = Arc::new(Pool::new(rt.num_cores(), Box::new(host), spin));
+    rt.set_idle_hook(Arc::new(Hook(pool.clone())))?;
+    reg.push((rt.id(), Arc::downgrade(&pool)));
+    Ok(())
+}
+
+/// At a thread's first heartbeat: bind it if it is a core of an attached runtime.
+pub(crate) fn attach_current_thread() {
+    if let Some(core) = manycore_rt::current() {
+        if let Some(pool) = lookup(core.runtime_id()) {
+            if core.index() < pool.len() {
+                pool::bind(&pool, core.index());
+            }
+        }
+    }
+}
+
+/// Entering fork-join code on a runtime from outside it.
+pub trait StealExt {
+    /// Runs `f` on core 0 (attaching the runtime first, see [`attach`]) and
+    /// returns its result; `join`s inside can be stolen by the other cores.
+    /// From a core of this runtime, runs `f` right here. A panic in `f`
+    /// propagates to the caller with its original payload.
+    ///
+    /// # Panics
+    /// If the runtime is shut down, or has another idle hook installed.
+    fn install<R, F>(&self, f: F) -> R
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static;
+}
+
+impl StealExt for Runtime {
+    fn install<R, F>(&self, f: F) -> R
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        if let Err(e) = attach(self) {
+            panic!("manycore-steal: cannot attach the runtime: {e}");
+        }
+        if matches!(manycore_rt::current(), Some(c) if c.runtime_id() == self.id()) {
+            return f();
+        }
+        let inv = self.core(0).call(move || {
+            crate::raw::with_local(|l| l.last_poll.set(0));
+            panic::catch_unwind(AssertUnwindSafe(f))
+        });
+        match inv.wait() {
+            Ok(Ok(r)) => r,
+            Ok(Err(p)) => panic::resume_unwind(p),
+            Err(InvokeError::Panicked(m)) => panic!("{m}"),
+            Err(e) => panic!("manycore-steal: install failed: {e}"),
+        }
+    }
+}
+
+/// Steal counters of an attached runtime (zero if it is not attached).
+pub fn steal_stats(rt: &Runtime) -> crate::StealStats {
+    lookup(rt.id()).map(|p| p.stats()).unwrap_or_default()
+}

@@ -1,0 +1,83 @@
+//! Loom model of the latent-list / promotion / steal / join protocol: an owner
+//! runs a join tree with a heartbeat at every join while a thief announces
+//! demand and sleeps; loom explores every interleaving (up to a preemption
+//! bound) of demand, promotion, hand-off, reclaim, the thief's `done` and the
+//! owner's wait, and checks results, panics and that nobody sleeps forever.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" cargo test -p manycore-steal --release --test loom`
+#![cfg(loom)]
+
+use manycore_steal::{join, ThreadPool};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(3);
+    }
+    b.check(f);
+}
+
+#[test]
+fn steal_and_join() {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    static STOLEN: AtomicUsize = AtomicUsize::new(0);
+    static RECLAIMED: AtomicUsize = AtomicUsize::new(0);
+    model(|| {
+        manycore_steal::set_max_sequential(1);
+        let pool = ThreadPool::builder().workers(2).build();
+        let r = pool.install(|| join(|| join(|| 1, || 2), || 3));
+        assert_eq!(r, ((1, 2), 3));
+        let s = pool.stats();
+        RUNS.fetch_add(1, Relaxed);
+        STOLEN.fetch_add((s.promotions > s.reclaims) as usize, Relaxed);
+        RECLAIMED.fetch_add((s.reclaims > 0) as usize, Relaxed);
+        drop(pool);
+    });
+    // The model did explore the interesting paths.
+    println!("runs {RUNS:?} stolen {STOLEN:?} reclaimed {RECLAIMED:?}");
+    assert!(STOLEN.load(Relaxed) > 0);
+    assert!(RECLAIMED.load(Relaxed) > 0);
+}
+
+#[test]
+fn stolen_panic_propagates() {
+    model(|| {
+        manycore_steal::set_max_sequential(1);
+        let pool = ThreadPool::builder().workers(2).build();
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            pool.install(|| join(|| 1, || -> u32 { std::panic::panic_any(7u32) }))
+        }));
+        assert_eq!(*r.unwrap_err().downcast::<u32>().unwrap(), 7);
+        // The worker is still usable.
+        assert_eq!(pool.install(|| join(|| 4, || 5)), (4, 5));
+        drop(pool);
+    });
+}
+
+#[test]
+fn three_workers_leapfrog() {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(1);
+    b.check(|| {
+        manycore_steal::set_max_sequential(1);
+        let pool = ThreadPool::builder().workers(3).build();
+        let r = pool.install(|| join(|| join(|| 1, || 2), || join(|| 3, || 4)));
+        assert_eq!(r, ((1, 2), (3, 4)));
+        drop(pool);
+    });
+}
+
+#[test]
+fn context_form_chain() {
+    model(|| {
+        manycore_steal::set_max_sequential(1);
+        let pool = ThreadPool::builder().workers(2).build();
+        let r = pool.install(|| {
+            manycore_steal::with_ctx(|s| s.join(|s| s.join(|_| 1, |_| 2), |s| s.join(|_| 3, |_| 4)))
+        });
+        assert_eq!(r, ((1, 2), (3, 4)));
+        drop(pool);
+    });
+}

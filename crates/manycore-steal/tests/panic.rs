@@ -1,0 +1,122 @@
+//! A panic in either closure of `join` propagates after both have run, and
+//! the worker stays usable afterwards.
+#![cfg(not(loom))]
+
+use manycore_steal::{join, scope, ThreadPool};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn busy(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = join(|| busy(n - 1), || busy(n - 2));
+    a + b
+}
+
+fn msg(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+fn check(pool: Option<&ThreadPool>) {
+    let run = |f: &(dyn Fn() + Sync)| match pool {
+        Some(p) => catch_unwind(AssertUnwindSafe(|| p.install(f))),
+        None => catch_unwind(AssertUnwindSafe(f)),
+    };
+    for _ in 0..50 {
+        // Panic in a: b still runs.
+        let ran_b = AtomicUsize::new(0);
+        let r = run(&|| {
+            join(
+                || {
+                    busy(12);
+                    panic!("in a")
+                },
+                || {
+                    busy(12);
+                    ran_b.fetch_add(1, Ordering::SeqCst);
+                },
+            );
+        });
+        assert_eq!(msg(r.unwrap_err()), "in a");
+        assert_eq!(ran_b.load(Ordering::SeqCst), 1);
+
+        // Panic in b: a has run.
+        let ran_a = AtomicUsize::new(0);
+        let r = run(&|| {
+            join(
+                || {
+                    busy(12);
+                    ran_a.fetch_add(1, Ordering::SeqCst);
+                },
+                || {
+                    busy(12);
+                    panic!("in b")
+                },
+            );
+        });
+        assert_eq!(msg(r.unwrap_err()), "in b");
+        assert_eq!(ran_a.load(Ordering::SeqCst), 1);
+
+        // Both: a's panic wins.
+        let r = run(&|| {
+            join(|| panic!("first"), || panic!("second"));
+        });
+        assert_eq!(msg(r.unwrap_err()), "first");
+
+        // Deep inside a tree, then the worker is still usable.
+        let r = run(&|| {
+            join(
+                || busy(14),
+                || join(|| busy(10), || -> u64 { panic!("deep") }),
+            );
+        });
+        assert_eq!(msg(r.unwrap_err()), "deep");
+        let ok = match pool {
+            Some(p) => p.install(|| busy(15)),
+            None => busy(15),
+        };
+        assert_eq!(ok, 610);
+    }
+}
+
+#[test]
+fn panics_propagate_outside_pool() {
+    check(None);
+}
+
+#[test]
+fn panics_propagate_in_pool() {
+    manycore_steal::set_max_sequential(2);
+    let pool = ThreadPool::new(2);
+    check(Some(&pool));
+    assert_eq!(pool.install(|| busy(18)), 2584);
+}
+
+#[test]
+fn scope_panic_propagates_after_all_spawns() {
+    let pool = ThreadPool::new(2);
+    let n = AtomicUsize::new(0);
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        pool.install(|| {
+            scope(|s| {
+                for i in 0..16 {
+                    let n = &n;
+                    s.spawn(move |_| {
+                        busy(10);
+                        n.fetch_add(1, Ordering::SeqCst);
+                        if i == 3 {
+                            panic!("spawned");
+                        }
+                    });
+                }
+            })
+        })
+    }));
+    assert_eq!(msg(r.unwrap_err()), "spawned");
+    assert_eq!(n.load(Ordering::SeqCst), 16);
+    assert_eq!(pool.install(|| busy(10)), 55);
+}
