@@ -29,7 +29,6 @@ fn doorbell_no_lost_wakeup() {
         while got.is_none() {
             if full_scan || mb.word(0) & 0b10 != 0 {
                 got = rx.try_pop();
-                full_scan = false;
                 if got.is_some() {
                     break;
                 }
