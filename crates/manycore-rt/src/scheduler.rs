@@ -28,9 +28,18 @@ thread_local! {
 }
 
 /// Runs `f` with this thread's core state, if this thread is a core.
+///
+/// Holds a shared borrow of the thread-local for the duration of `f` rather
+/// than cloning the `Rc` (one less increment and decrement on every send and
+/// object lookup). Nested calls take further shared borrows; the only
+/// mutable borrows are at core start and exit, in `run_core`, outside any
+/// `with_local`.
+#[inline]
 pub(crate) fn with_local<R>(f: impl FnOnce(Option<&CoreLocal>) -> R) -> R {
-    let l = LOCAL.with(|c| c.borrow().clone());
-    f(l.as_deref())
+    LOCAL.with(|c| {
+        let g = c.borrow();
+        f(g.as_deref())
+    })
 }
 
 /// True if the calling thread is a core of runtime `id`.
