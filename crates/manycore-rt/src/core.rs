@@ -89,16 +89,11 @@ impl Core {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        let c = Arc::new(Completion::new());
-        let completer = Completer(Some(c.clone()));
+        let (run, inv) = completing(f, self.shared.idle.spin_budget());
         // A failed send drops the message, and the completer inside it
         // resolves the invocation to Shutdown.
-        let _ = self.send(Message::new(move || {
-            let r = catch_unwind(AssertUnwindSafe(f))
-                .map_err(|p| InvokeError::Panicked(panic_message(&*p)));
-            completer.complete(r);
-        }));
-        Invocation::new(c, self.shared.idle.spin_budget())
+        let _ = self.send(Message::new(run));
+        inv
     }
 
     /// Runs `f` on this core, then runs the continuation `k` with its result
@@ -200,14 +195,9 @@ impl Core {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        let c = Arc::new(Completion::new());
-        let completer = Completer(Some(c.clone()));
-        let _ = self.spawn_with(attrs, move || {
-            let r = catch_unwind(AssertUnwindSafe(f))
-                .map_err(|p| InvokeError::Panicked(panic_message(&*p)));
-            completer.complete(r);
-        });
-        Invocation::new(c, self.shared.idle.spin_budget())
+        let (run, inv) = completing(f, self.shared.idle.spin_budget());
+        let _ = self.spawn_with(attrs, run);
+        inv
     }
 
     /// An urgent invocation (the paper's preemptive CCI): it goes to this
@@ -219,13 +209,8 @@ impl Core {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        let c = Arc::new(Completion::new());
-        let completer = Completer(Some(c.clone()));
-        let m = Message::new(move || {
-            let r = catch_unwind(AssertUnwindSafe(f))
-                .map_err(|p| InvokeError::Panicked(panic_message(&*p)));
-            completer.complete(r);
-        });
+        let (run, inv) = completing(f, self.shared.idle.spin_budget());
+        let m = Message::new(run);
         if !self.shared.stopping.load(Ordering::Acquire) || scheduler::on_core_of(self.shared.id) {
             self.shared.urgent[self.index]
                 .lock()
@@ -235,7 +220,7 @@ impl Core {
                 self.shared.drain_urgent(self.index);
             }
         }
-        Invocation::new(c, self.shared.idle.spin_budget())
+        inv
     }
 
     /// Rings this core's doorbell, so that a sleeping core wakes and polls
@@ -308,6 +293,27 @@ impl Core {
             }
         }
     }
+}
+
+/// Wraps `f` so that running it (on any core) completes a new invocation
+/// with its result, or with `Panicked` if it panics; returns both halves.
+/// Dropping the wrapper unrun resolves the invocation to `Shutdown`.
+pub(crate) fn completing<T, F>(
+    f: F,
+    spin: std::time::Duration,
+) -> (impl FnOnce() + Send + 'static, Invocation<T>)
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    let c = Arc::new(Completion::new());
+    let completer = Completer(Some(c.clone()));
+    let run = move || {
+        let r = catch_unwind(AssertUnwindSafe(f))
+            .map_err(|p| InvokeError::Panicked(panic_message(&*p)));
+        completer.complete(r);
+    };
+    (run, Invocation::new(c, spin))
 }
 
 /// The callee's end of an invocation: completes it, or, if dropped unrun

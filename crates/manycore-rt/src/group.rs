@@ -228,14 +228,7 @@ impl<T: 'static> Group<T> {
         M: Fn(&mut T) -> R + Send + Sync + 'static,
         C: Fn(R, R) -> R + Send + Sync + 'static,
     {
-        self.collect(
-            move |i, obj| leaf_apply(i, obj, &map),
-            move |a, b| match (a, b) {
-                (Ok(a), Ok(b)) => Ok(combine(a, b)),
-                (a, b) => lowest_error(a, b),
-            },
-            |(r, _)| r,
-        )
+        self.reduce_then(map, combine, |(r, _)| r)
     }
 
     /// [`reduce`](Self::reduce) that also returns the number of hops on the
@@ -246,13 +239,24 @@ impl<T: 'static> Group<T> {
         M: Fn(&mut T) -> R + Send + Sync + 'static,
         C: Fn(R, R) -> R + Send + Sync + 'static,
     {
+        self.reduce_then(map, combine, |x| x)
+    }
+
+    fn reduce_then<R, B, M, C, P>(&self, map: M, combine: C, post: P) -> Invocation<B>
+    where
+        R: Send + 'static,
+        B: Send + 'static,
+        M: Fn(&mut T) -> R + Send + Sync + 'static,
+        C: Fn(R, R) -> R + Send + Sync + 'static,
+        P: FnOnce((R, u32)) -> B + Send + 'static,
+    {
         self.collect(
             move |i, obj| leaf_apply(i, obj, &map),
             move |a, b| match (a, b) {
                 (Ok(a), Ok(b)) => Ok(combine(a, b)),
                 (a, b) => lowest_error(a, b),
             },
-            |x| x,
+            post,
         )
     }
 

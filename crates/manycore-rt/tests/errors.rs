@@ -150,7 +150,7 @@ fn timeout_on_await_and_late_result_counted() {
     let slow = rt
         .core(1)
         .call(|| std::thread::sleep(Duration::from_millis(50)));
-    let r = futures_lite_block_on(slow.timeout(Duration::from_millis(1)));
+    let r = manycore_rt::block_on(slow.timeout(Duration::from_millis(1)));
     assert_eq!(r, Err(InvokeError::Timeout));
 }
 
@@ -176,23 +176,4 @@ fn sleep_in_tasks() {
         .wait();
     assert_eq!(order, Ok((1, 2)));
     assert!(t0.elapsed() >= Duration::from_millis(20));
-}
-
-fn futures_lite_block_on<F: std::future::Future>(f: F) -> F::Output {
-    use std::task::{Context, Poll, Wake, Waker};
-    struct T(std::thread::Thread);
-    impl Wake for T {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark()
-        }
-    }
-    let w = Waker::from(Arc::new(T(std::thread::current())));
-    let mut cx = Context::from_waker(&w);
-    let mut f = std::pin::pin!(f);
-    loop {
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
-    }
 }

@@ -135,27 +135,9 @@ fn invocation_is_a_future_outside_too() {
     // Polled by a trivial block_on on a plain thread.
     let rt = Runtime::builder().cores(1).build().unwrap();
     let inv = rt.core(0).call(|| "hi".to_string());
-    let out = block_on(inv);
+    // manycore's block_on off the cores polls through the public Future impl and parks.
+    let out = manycore_rt::block_on(inv);
     assert_eq!(out.as_deref(), Ok("hi"));
-}
-
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    use std::task::{Context, Poll, Wake, Waker};
-    struct T(std::thread::Thread);
-    impl Wake for T {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark()
-        }
-    }
-    let w = Waker::from(Arc::new(T(std::thread::current())));
-    let mut cx = Context::from_waker(&w);
-    let mut f = std::pin::pin!(f);
-    loop {
-        if let Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
-    }
 }
 
 #[test]
