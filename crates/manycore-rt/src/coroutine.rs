@@ -157,14 +157,7 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
 }
 
 fn block_on_thread<F: Future>(mut fut: Pin<&mut F>) -> F::Output {
-    use std::task::{Wake, Waker};
-    struct T(std::thread::Thread);
-    impl Wake for T {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark()
-        }
-    }
-    let w = Waker::from(Arc::new(T(std::thread::current())));
+    let w = crate::invocation::thread_waker();
     let mut cx = Context::from_waker(&w);
     loop {
         if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {

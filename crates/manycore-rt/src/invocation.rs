@@ -48,6 +48,11 @@ thread_local! {
     static THREAD_WAKER: Waker = Waker::from(Arc::new(ThreadWake(std::thread::current())));
 }
 
+/// A waker that unparks the calling thread (one per thread, made once).
+pub(crate) fn thread_waker() -> Waker {
+    THREAD_WAKER.with(Waker::clone)
+}
+
 impl<T> Invocation<T> {
     pub(crate) fn new(c: Arc<Completion<T>>, spin: Duration) -> Self {
         Self {

@@ -34,6 +34,7 @@ mod error;
 mod executor;
 mod group;
 mod invocation;
+mod keyed;
 mod mailbox;
 mod object;
 mod raw;

@@ -72,32 +72,13 @@ impl From<(Priority, Deadline)> for TaskAttrs {
     }
 }
 
-struct Entry {
-    key: u64,
-    seq: Reverse<u64>,
-    msg: Message,
-}
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        (self.key, self.seq) == (o.key, o.seq)
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.key, self.seq).cmp(&(o.key, o.seq))
-    }
-}
+type Entry = crate::keyed::Keyed<u64, Message>;
 
-/// A core's scheduler queue: a max-heap on (key, oldest first).
+/// A core's scheduler queue: a min-heap on (key, oldest first), where a
+/// smaller key means more urgent.
 pub(crate) struct TaskQueue {
     policy: Scheduler,
-    heap: RefCell<BinaryHeap<Entry>>,
+    heap: RefCell<BinaryHeap<Reverse<Entry>>>,
     seq: Cell<u64>,
     base: Instant,
 }
@@ -112,19 +93,18 @@ impl TaskQueue {
         }
     }
 
+    /// The heap key: smaller runs first.
     fn key(&self, a: TaskAttrs) -> u64 {
         match self.policy {
             Scheduler::Fifo => 0,
-            Scheduler::Priority => a.priority.0 as u64,
+            // Higher priority, smaller key.
+            Scheduler::Priority => u64::MAX - a.priority.0 as u64,
             Scheduler::Edf => match a.deadline {
-                // Earlier deadline, larger key.
+                // Earlier deadline, smaller key; no deadline goes last.
                 Some(Deadline(t)) => {
-                    u64::MAX
-                        - 1
-                        - (t.saturating_duration_since(self.base).as_nanos() as u64)
-                            .min(u64::MAX - 2)
+                    (t.saturating_duration_since(self.base).as_nanos() as u64).min(u64::MAX - 1)
                 }
-                None => 0,
+                None => u64::MAX,
             },
         }
     }
@@ -133,15 +113,13 @@ impl TaskQueue {
         let seq = self.seq.get();
         self.seq.set(seq + 1);
         let key = self.key(a);
-        self.heap.borrow_mut().push(Entry {
-            key,
-            seq: Reverse(seq),
-            msg,
-        });
+        self.heap
+            .borrow_mut()
+            .push(Reverse(Entry { key, seq, val: msg }));
     }
 
     pub(crate) fn pop(&self) -> Option<Message> {
-        self.heap.borrow_mut().pop().map(|e| e.msg)
+        self.heap.borrow_mut().pop().map(|e| e.0.val)
     }
 
     #[inline]

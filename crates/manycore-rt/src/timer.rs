@@ -17,27 +17,7 @@ use std::sync::{Condvar, Mutex, OnceLock};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-struct Entry {
-    at: Instant,
-    seq: u64,
-    waker: Waker,
-}
-impl PartialEq for Entry {
-    fn eq(&self, o: &Self) -> bool {
-        (self.at, self.seq) == (o.at, o.seq)
-    }
-}
-impl Eq for Entry {}
-impl PartialOrd for Entry {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Entry {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.at, self.seq).cmp(&(o.at, o.seq))
-    }
-}
+type Entry = crate::keyed::Keyed<Instant, Waker>;
 
 /// A core's timers.
 #[derive(Default)]
@@ -53,8 +33,12 @@ impl TimerQueue {
         let seq = self.seq.get();
         self.seq.set(seq + 1);
         let mut h = self.heap.borrow_mut();
-        h.push(Reverse(Entry { at, seq, waker }));
-        self.earliest.set(h.peek().map(|e| e.0.at));
+        h.push(Reverse(Entry {
+            key: at,
+            seq,
+            val: waker,
+        }));
+        self.earliest.set(h.peek().map(|e| e.0.key));
     }
 
     /// The earliest deadline, if any.
@@ -83,10 +67,10 @@ impl TimerQueue {
             let due = {
                 let mut h = self.heap.borrow_mut();
                 let d = match h.peek() {
-                    Some(e) if e.0.at <= now => h.pop().map(|e| e.0.waker),
+                    Some(e) if e.0.key <= now => h.pop().map(|e| e.0.val),
                     _ => None,
                 };
-                self.earliest.set(h.peek().map(|e| e.0.at));
+                self.earliest.set(h.peek().map(|e| e.0.key));
                 d
             };
             match due {
@@ -126,13 +110,13 @@ fn global() -> &'static Global {
                 {
                     let mut h = g.heap.lock().unwrap_or_else(|e| e.into_inner());
                     let now = Instant::now();
-                    while h.0.peek().is_some_and(|e| e.0.at <= now) {
+                    while h.0.peek().is_some_and(|e| e.0.key <= now) {
                         if let Some(e) = h.0.pop() {
-                            due.push(e.0.waker);
+                            due.push(e.0.val);
                         }
                     }
                     if due.is_empty() {
-                        let wait = h.0.peek().map(|e| e.0.at.saturating_duration_since(now));
+                        let wait = h.0.peek().map(|e| e.0.key.saturating_duration_since(now));
                         match wait {
                             Some(d) => drop(g.cv.wait_timeout(h, d)),
                             None => drop(g.cv.wait(h)),
@@ -162,7 +146,11 @@ pub(crate) fn wake_at(at: Instant, waker: Waker) {
         let mut h = g.heap.lock().unwrap_or_else(|e| e.into_inner());
         let seq = h.1;
         h.1 += 1;
-        h.0.push(Reverse(Entry { at, seq, waker }));
+        h.0.push(Reverse(Entry {
+            key: at,
+            seq,
+            val: waker,
+        }));
         drop(h);
         g.cv.notify_one();
     }
