@@ -5,7 +5,7 @@
 
 use crate::error::{panic_message, InvokeError};
 use crate::invocation::Invocation;
-use crate::raw::{Completion, Message};
+use crate::raw::{self, Message};
 use crate::runtime::Shared;
 use crate::scheduler;
 use manycore_sync::atomic::Ordering;
@@ -141,8 +141,7 @@ impl Core {
         T: Send + 'static,
         Fut: Future<Output = T> + Send + 'static,
     {
-        let c = Arc::new(Completion::new());
-        let completer = Completer(Some(c.clone()));
+        let (completer, rx) = Completer::new();
         let task = async move {
             let r = crate::executor::catch_unwind_future(fut).await;
             completer.complete(r);
@@ -154,7 +153,7 @@ impl Core {
                 }
             })
         }));
-        Invocation::new(c, self.shared.idle.spin_budget())
+        Invocation::new(rx, self.shared.idle.spin_budget())
     }
 
     /// Spawns `f` into this core's scheduler queue with attributes: under
@@ -306,34 +305,29 @@ where
     T: Send + 'static,
     F: FnOnce() -> T + Send + 'static,
 {
-    let c = Arc::new(Completion::new());
-    let completer = Completer(Some(c.clone()));
+    let (completer, rx) = Completer::new();
     let run = move || {
         let r = catch_unwind(AssertUnwindSafe(f))
             .map_err(|p| InvokeError::Panicked(panic_message(&*p)));
         completer.complete(r);
     };
-    (run, Invocation::new(c, spin))
+    (run, Invocation::new(rx, spin))
 }
 
 /// The callee's end of an invocation: completes it, or, if dropped unrun
 /// (the runtime shut down), resolves it to `Shutdown`.
-pub(crate) struct Completer<T>(pub(crate) Option<Arc<Completion<T>>>);
+pub(crate) struct Completer<T>(raw::Tx<T>);
 
 impl<T> Completer<T> {
-    pub(crate) fn complete(mut self, r: Result<T, InvokeError>) {
-        if let Some(c) = self.0.take() {
-            if !c.complete(r) {
-                crate::scheduler::note_late_result();
-            }
-        }
+    /// A new invocation: its completer and the waiter's end.
+    pub(crate) fn new() -> (Self, raw::Rx<T>) {
+        let (tx, rx) = raw::completion();
+        (Completer(tx), rx)
     }
-}
 
-impl<T> Drop for Completer<T> {
-    fn drop(&mut self) {
-        if let Some(c) = self.0.take() {
-            c.complete(Err(InvokeError::Shutdown));
+    pub(crate) fn complete(self, r: Result<T, InvokeError>) {
+        if !self.0.complete(r) {
+            crate::scheduler::note_late_result();
         }
     }
 }

@@ -13,7 +13,7 @@
 use crate::core::{Completer, Core};
 use crate::error::{panic_message, InvokeError};
 use crate::invocation::Invocation;
-use crate::raw::{self, CoCtx, Completion};
+use crate::raw::{self, CoCtx};
 use crate::scheduler::with_local;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult};
@@ -21,7 +21,6 @@ use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 /// Default coroutine stack size.
@@ -90,8 +89,7 @@ impl Core {
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        let c = Arc::new(Completion::new());
-        let completer = Completer(Some(c.clone()));
+        let (completer, rx) = Completer::new();
         let default = self.shared.coroutine_stack;
         let _ = self.spawn(move || {
             let size = if stack_bytes == 0 {
@@ -129,7 +127,7 @@ impl Core {
                 }
             });
         });
-        Invocation::new(c, self.shared.idle.spin_budget())
+        Invocation::new(rx, self.shared.idle.spin_budget())
     }
 }
 

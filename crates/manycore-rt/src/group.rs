@@ -14,7 +14,6 @@ use crate::core::Completer;
 use crate::error::{panic_message, InvokeError};
 use crate::invocation::Invocation;
 use crate::object::Remote;
-use crate::raw::Completion;
 use crate::scheduler::with_local;
 use manycore_sync::atomic::{AtomicU64, Ordering};
 use std::any::Any;
@@ -267,9 +266,9 @@ impl<T: 'static> Group<T> {
         M: Fn(&mut T) -> R + Send + Sync + 'static,
     {
         if self.members.is_empty() {
-            let c = Arc::new(Completion::new());
-            c.complete(Ok(Vec::new()));
-            return Invocation::new(c, std::time::Duration::ZERO);
+            let (completer, rx) = Completer::new();
+            completer.complete(Ok(Vec::new()));
+            return Invocation::new(rx, std::time::Duration::ZERO);
         }
         self.collect(
             move |i, obj| leaf_apply(i, obj, &map).map(|r| vec![(i, r)]),
@@ -295,13 +294,13 @@ impl<T: 'static> Group<T> {
         L: Fn(usize, Result<&mut T, InvokeError>) -> Acc<A> + Send + Sync + 'static,
         C: Fn(Acc<A>, Acc<A>) -> Acc<A> + Send + Sync + 'static,
     {
-        let c = Arc::new(Completion::new());
+        let (completer, rx) = Completer::new();
         let spin = self.members.first().map_or(std::time::Duration::ZERO, |m| {
             m.core().shared.idle.spin_budget()
         });
         if self.members.is_empty() {
-            c.complete(Err(InvokeError::EmptyGroup));
-            return Invocation::new(c, spin);
+            completer.complete(Err(InvokeError::EmptyGroup));
+            return Invocation::new(rx, spin);
         }
         let plan = Arc::new(Plan {
             members: self.members.clone(),
@@ -310,13 +309,12 @@ impl<T: 'static> Group<T> {
             leaf: Box::new(leaf),
             combine: Box::new(combine),
             finish: Mutex::new(Some({
-                let completer = Completer(Some(c.clone()));
                 Box::new(move |r: Acc<(A, u32)>| completer.complete(r.map(post))) as Finish<A>
             })),
             one_sided: false,
         });
         let _ = start(plan);
-        Invocation::new(c, spin)
+        Invocation::new(rx, spin)
     }
 }
 

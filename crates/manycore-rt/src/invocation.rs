@@ -4,7 +4,7 @@
 //! paper, section III).
 
 use crate::error::InvokeError;
-use crate::raw::Completion;
+use crate::raw::Rx;
 use crate::scheduler::with_local;
 use manycore_sync::SpinBudget;
 use std::future::Future;
@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 /// the core that produced it.
 #[must_use = "an Invocation does nothing unless waited on or awaited (the call runs anyway)"]
 pub struct Invocation<T> {
-    c: Arc<Completion<T>>,
+    c: Rx<T>,
     spin: Duration,
     deadline: Option<Instant>,
     timer_armed: bool,
@@ -54,7 +54,7 @@ pub(crate) fn thread_waker() -> Waker {
 }
 
 impl<T> Invocation<T> {
-    pub(crate) fn new(c: Arc<Completion<T>>, spin: Duration) -> Self {
+    pub(crate) fn new(c: Rx<T>, spin: Duration) -> Self {
         Self {
             c,
             spin,

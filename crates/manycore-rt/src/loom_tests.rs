@@ -4,7 +4,7 @@
 
 use crate::error::InvokeError;
 use crate::mailbox::Mailbox;
-use crate::raw::Completion;
+use crate::raw::completion_with_probe;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 use std::sync::Arc;
@@ -80,63 +80,63 @@ fn sticky_bit_cleared_concurrently() {
     });
 }
 
+/// A waker that raises a flag (the waiter spins on it with `yield_now`: loom
+/// cannot model an unpark that lands while the waiter is already joining).
+#[derive(Default)]
 struct FlagWake {
-    woken: loom::sync::Arc<AtomicBool>,
-    thread: thread::Thread,
+    woken: AtomicBool,
 }
 impl Wake for FlagWake {
     fn wake(self: Arc<Self>) {
         self.woken.store(true, Ordering::Release);
-        self.thread.unpark();
+    }
+}
+
+/// Waits until `w` was woken.
+fn wait_woken(w: &FlagWake) {
+    while !w.woken.load(Ordering::Acquire) {
+        thread::yield_now();
     }
 }
 
 /// The completion against a waiter that registers (twice, with different
-/// wakers) and parks: the result always arrives, exactly once.
+/// wakers) and parks: the result always arrives, exactly once, and the record
+/// is freed exactly once, after both ends are done with it.
 #[test]
 fn completion_against_waiter() {
     loom::model(|| {
-        let c = loom::sync::Arc::new(Completion::<u32>::new());
-        let c2 = c.clone();
-        let t = thread::spawn(move || c2.complete(Ok(5)));
-        let w1 = Waker::from(Arc::new(FlagWake {
-            woken: Default::default(),
-            thread: thread::current(),
-        }));
-        let w2 = Waker::from(Arc::new(FlagWake {
-            woken: Default::default(),
-            thread: thread::current(),
-        }));
-        if !c.register(&w1) && !c.register(&w2) {
-            while !c.is_done() {
-                thread::park();
-            }
+        let (tx, rx, freed) = completion_with_probe::<u32>();
+        let t = thread::spawn(move || tx.complete(Ok(5)));
+        let (f1, f2) = (Arc::new(FlagWake::default()), Arc::new(FlagWake::default()));
+        let (w1, w2) = (Waker::from(f1.clone()), Waker::from(f2.clone()));
+        // The waker registered last is woken, unless the result was there.
+        if !rx.register(&w1) && !rx.register(&w2) {
+            wait_woken(&f2);
         }
-        assert_eq!(c.take(), Some(Ok(5)));
-        assert_eq!(c.take(), None);
-        t.join().unwrap();
+        assert_eq!(rx.take(), Some(Ok(5)));
+        assert_eq!(rx.take(), None);
+        drop(rx);
+        assert!(t.join().unwrap());
+        assert!(freed(), "the record leaked");
     });
 }
 
 /// A timeout racing the result: the waiter withdraws; whichever order, the
-/// completer never touches a withdrawn waker and the result is either taken
-/// or dropped with the completion.
+/// completer never touches a withdrawn waker, the result is either taken or
+/// dropped by the completer, and the record is freed once.
 #[test]
 fn timeout_races_result() {
     loom::model(|| {
-        let c = loom::sync::Arc::new(Completion::<loom::sync::Arc<()>>::new());
+        let (tx, rx, freed) = completion_with_probe::<loom::sync::Arc<()>>();
         let token = loom::sync::Arc::new(());
-        let (c2, tok2) = (c.clone(), token.clone());
-        let t = thread::spawn(move || c2.complete(Ok(tok2)));
-        let woken = loom::sync::Arc::new(AtomicBool::new(false));
-        let w = Waker::from(Arc::new(FlagWake {
-            woken: woken.clone(),
-            thread: thread::current(),
-        }));
-        let done_at_register = c.register(&w);
+        let tok2 = token.clone();
+        let t = thread::spawn(move || tx.complete(Ok(tok2)));
+        let w = Waker::from(Arc::new(FlagWake::default()));
+        let done_at_register = rx.register(&w);
         // The timeout fires: whichever came first wins.
-        let result_won = c.cancel();
-        let r = if result_won { c.take() } else { None };
+        let result_won = rx.cancel();
+        let r = if result_won { rx.take() } else { None };
+        drop(rx);
         let delivered = t.join().unwrap();
         if done_at_register {
             assert!(result_won && r.is_some());
@@ -145,12 +145,54 @@ fn timeout_races_result() {
         // completer, which drops it (timeout won).
         assert_eq!(result_won, delivered);
         drop(r);
-        drop(c);
+        assert!(freed(), "the record leaked");
         assert_eq!(
             loom::sync::Arc::strong_count(&token),
             1,
             "the result leaked"
         );
         let _ = Err::<(), _>(InvokeError::Timeout);
+    });
+}
+
+/// The waiter goes away (an `Invocation` dropped unwaited, perhaps with a
+/// waker registered) while the result arrives: whoever finishes last frees the
+/// record, exactly once, and nothing touches it afterwards (the poisoned
+/// record fails the model otherwise). The result is dropped, not leaked.
+#[test]
+fn waiter_dropped_races_completion() {
+    loom::model(|| {
+        let (tx, rx, freed) = completion_with_probe::<loom::sync::Arc<()>>();
+        let token = loom::sync::Arc::new(());
+        let tok2 = token.clone();
+        let t = thread::spawn(move || tx.complete(Ok(tok2)));
+        let w = Waker::from(Arc::new(FlagWake::default()));
+        let _ = rx.register(&w);
+        drop(rx);
+        assert!(t.join().unwrap());
+        assert!(freed(), "the record leaked");
+        assert_eq!(
+            loom::sync::Arc::strong_count(&token),
+            1,
+            "the result leaked"
+        );
+    });
+}
+
+/// A completer dropped unrun (runtime shut down) resolves the waiter to
+/// `Shutdown`, racing the waiter's registration.
+#[test]
+fn completer_dropped_resolves_shutdown() {
+    loom::model(|| {
+        let (tx, rx, freed) = completion_with_probe::<u32>();
+        let t = thread::spawn(move || drop(tx));
+        let f = Arc::new(FlagWake::default());
+        if !rx.register(&Waker::from(f.clone())) {
+            wait_woken(&f);
+        }
+        assert_eq!(rx.take(), Some(Err(InvokeError::Shutdown)));
+        drop(rx);
+        t.join().unwrap();
+        assert!(freed(), "the record leaked");
     });
 }

@@ -11,25 +11,23 @@
 use crate::core::{Completer, Core};
 use crate::error::{panic_message, InvokeError};
 use crate::invocation::Invocation;
-use crate::raw::{Completion, Message};
+use crate::raw::Message;
 use crate::scheduler::{with_local, CoreLocal};
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
 
-enum State {
-    Vacant,
-    Present(Box<dyn Any>),
-    /// Being invoked; these messages wait for it.
-    InUse(VecDeque<Message>),
-}
-
+/// One entry of a core's object table. The object stays in place (boxed, so
+/// its address is stable while the table's `Vec` grows) for its whole life;
+/// `busy` marks it borrowed by a running invocation, and `waiting` holds the
+/// invocations that arrived meanwhile (an empty `VecDeque` owns no memory).
 struct Slot {
     gen: u32,
-    state: State,
+    obj: Option<Box<dyn Any>>,
+    busy: bool,
+    waiting: VecDeque<Message>,
 }
 
 /// A core's object table.
@@ -47,13 +45,15 @@ impl ObjectTable {
             None => {
                 slots.push(Slot {
                     gen: 0,
-                    state: State::Vacant,
+                    obj: None,
+                    busy: false,
+                    waiting: VecDeque::new(),
                 });
                 (slots.len() - 1) as u32
             }
         };
         let s = &mut slots[i as usize];
-        s.state = State::Present(obj);
+        s.obj = Some(obj);
         (i, s.gen)
     }
 
@@ -62,10 +62,11 @@ impl ObjectTable {
         self.slots
             .borrow()
             .iter()
-            .filter(|s| !matches!(s.state, State::Vacant))
+            .filter(|s| s.obj.is_some())
             .count()
     }
 
+    /// Drops every object (at core exit, when no invocation is running).
     pub(crate) fn clear(&self) {
         let all = std::mem::take(&mut *self.slots.borrow_mut());
         self.free.borrow_mut().clear();
@@ -160,8 +161,7 @@ impl<T: 'static> Remote<T> {
         R: Send + 'static,
         F: FnOnce(&mut T) -> R + Send + 'static,
     {
-        let c = Arc::new(Completion::new());
-        let completer = Completer(Some(c.clone()));
+        let (completer, rx) = Completer::new();
         let _ = self.with_object(move |obj| {
             let r = match obj {
                 Ok(o) => catch_unwind(AssertUnwindSafe(|| f(o)))
@@ -170,7 +170,7 @@ impl<T: 'static> Remote<T> {
             };
             completer.complete(r);
         });
-        Invocation::new(c, self.core.shared.idle.spin_budget())
+        Invocation::new(rx, self.core.shared.idle.spin_budget())
     }
 
     /// Runs `f` on the object, one-sided: nobody waits. A stale object or a
@@ -208,7 +208,7 @@ impl<T: 'static> Remote<T> {
         self.core.spawn(move || {
             with_local(|l| {
                 if let Some(l) = l {
-                    discard_object(l, slot, gen);
+                    discard_object(l, slot, gen, false);
                 }
             })
         })
@@ -222,119 +222,156 @@ impl<T: 'static> Remote<T> {
     {
         let (slot, gen) = (self.slot, self.gen);
         self.core
-            .spawn(move || with_local(|l| run_on_object(l, slot, gen, f)))
+            .spawn(move || with_local(|l| run_on_object(l, slot, gen, f, false)))
     }
 }
 
-fn discard_object(l: &CoreLocal, slot: u32, gen: u32) {
-    let dropped = {
+/// Looks up a live slot by pointer.
+fn live(slots: &mut [Slot], slot: u32, gen: u32) -> Option<&mut Slot> {
+    slots
+        .get_mut(slot as usize)
+        .filter(|s| s.gen == gen && s.obj.is_some())
+}
+
+/// Empties a live slot that is not borrowed: bumps its generation (every
+/// pointer to it is now stale) and returns the object and whatever waited
+/// for it (those now find it stale).
+fn vacate(l: &CoreLocal, s: &mut Slot, slot: u32) -> (Option<Box<dyn Any>>, VecDeque<Message>) {
+    let b = s.obj.take();
+    s.gen = s.gen.wrapping_add(1);
+    s.busy = false;
+    let waiting = std::mem::take(&mut s.waiting);
+    l.objects.free.borrow_mut().push(slot);
+    (b, waiting)
+}
+
+/// Frees the object, or, if it is in use, queues the freeing behind the use.
+/// `resumed`: this runs as the slot's next queued operation (see `release`).
+fn discard_object(l: &CoreLocal, slot: u32, gen: u32, resumed: bool) {
+    let (dropped, waiting) = {
         let mut slots = l.objects.slots.borrow_mut();
-        let Some(s) = slots.get_mut(slot as usize).filter(|s| s.gen == gen) else {
+        let Some(s) = live(&mut slots, slot, gen) else {
             return;
         };
-        match std::mem::replace(&mut s.state, State::Vacant) {
-            State::Present(b) => {
-                s.gen = s.gen.wrapping_add(1);
-                Some(b)
-            }
-            State::InUse(mut q) => {
-                // In use: free it once the current invocation is done.
-                q.push_back(Message::new(move || {
-                    with_local(|l| l.into_iter().for_each(|l| discard_object(l, slot, gen)))
-                }));
-                s.state = State::InUse(q);
-                return;
-            }
-            State::Vacant => None,
+        if s.busy && !resumed {
+            s.waiting.push_back(Message::new(move || {
+                with_local(|l| {
+                    l.into_iter()
+                        .for_each(|l| discard_object(l, slot, gen, true))
+                })
+            }));
+            return;
         }
+        vacate(l, s, slot)
     };
-    if dropped.is_some() {
-        l.objects.free.borrow_mut().push(slot);
+    for m in waiting {
+        l.send(l.index, m);
     }
     // The object is dropped here, on its own core, outside the table borrow.
     drop(dropped);
 }
 
 fn take_object<T: 'static>(l: &CoreLocal, slot: u32, gen: u32) -> Result<T, InvokeError> {
-    let mut slots = l.objects.slots.borrow_mut();
-    let s = slots
-        .get_mut(slot as usize)
-        .filter(|s| s.gen == gen)
-        .ok_or(InvokeError::StaleObject)?;
-    match std::mem::replace(&mut s.state, State::Vacant) {
-        State::Present(b) => match b.downcast::<T>() {
-            Ok(t) => {
-                s.gen = s.gen.wrapping_add(1);
-                drop(slots);
-                l.objects.free.borrow_mut().push(slot);
-                Ok(*t)
-            }
-            Err(b) => {
-                s.state = State::Present(b);
-                Err(InvokeError::StaleObject)
-            }
-        },
-        State::InUse(q) => {
-            // Removing an object while it is being invoked: wait our turn.
-            s.state = State::InUse(q);
-            Err(InvokeError::Busy)
+    let (b, waiting) = {
+        let mut slots = l.objects.slots.borrow_mut();
+        let s = live(&mut slots, slot, gen).ok_or(InvokeError::StaleObject)?;
+        if s.busy {
+            // Removing an object while it is being invoked.
+            return Err(InvokeError::Busy);
         }
-        State::Vacant => Err(InvokeError::StaleObject),
+        if !s.obj.as_ref().is_some_and(|b| b.is::<T>()) {
+            return Err(InvokeError::StaleObject);
+        }
+        vacate(l, s, slot)
+    };
+    for m in waiting {
+        l.send(l.index, m);
+    }
+    match b.map(|b| b.downcast::<T>()) {
+        Some(Ok(t)) => Ok(*t),
+        _ => Err(InvokeError::StaleObject),
     }
 }
 
-fn run_on_object<T: 'static, F>(l: Option<&CoreLocal>, slot: u32, gen: u32, f: F)
+/// Runs `f` on the object in `slot`, in place. If the object is in use, `f`
+/// waits in the slot's queue (FIFO) and runs when its turn comes: the object
+/// stays marked busy from one queued operation to the next, so that nothing
+/// arriving later overtakes them. `resumed`: this is that queued operation.
+fn run_on_object<T: 'static, F>(l: Option<&CoreLocal>, slot: u32, gen: u32, f: F, resumed: bool)
 where
     F: FnOnce(Result<&mut T, InvokeError>) + Send + 'static,
 {
     let Some(l) = l else {
         return f(Err(InvokeError::Shutdown));
     };
-    let taken = {
+    let obj: *mut T = {
         let mut slots = l.objects.slots.borrow_mut();
-        match slots.get_mut(slot as usize).filter(|s| s.gen == gen) {
-            None => Err(()),
-            Some(s) => match &mut s.state {
-                State::Vacant => Err(()),
-                State::InUse(q) => {
-                    // Busy: queue ourselves; we run when the object is back.
-                    q.push_back(Message::new(move || {
-                        with_local(|l| run_on_object(l, slot, gen, f))
-                    }));
-                    return;
+        let Some(s) = live(&mut slots, slot, gen) else {
+            drop(slots);
+            return f(Err(InvokeError::StaleObject));
+        };
+        if s.busy && !resumed {
+            s.waiting.push_back(Message::new(move || {
+                with_local(|l| run_on_object(l, slot, gen, f, true))
+            }));
+            return;
+        }
+        match s.obj.as_mut().and_then(|b| b.downcast_mut::<T>()) {
+            Some(o) => {
+                s.busy = true;
+                o as *mut T
+            }
+            None => {
+                drop(slots);
+                if resumed {
+                    release(l, slot);
                 }
-                State::Present(_) => {
-                    match std::mem::replace(&mut s.state, State::InUse(VecDeque::new())) {
-                        State::Present(b) => Ok(b),
-                        _ => Err(()),
-                    }
-                }
-            },
+                return f(Err(InvokeError::StaleObject));
+            }
         }
     };
-    let mut b: Box<dyn Any> = match taken {
-        Ok(b) => b,
-        Err(_) => return f(Err(InvokeError::StaleObject)),
-    };
-    let r = match b.downcast_mut::<T>() {
-        Some(obj) => catch_unwind(AssertUnwindSafe(|| f(Ok(obj)))),
-        None => catch_unwind(AssertUnwindSafe(|| f(Err(InvokeError::StaleObject)))),
-    };
-    // Put the object back and release whoever waited for it, in order.
-    let waiting = {
-        let mut slots = l.objects.slots.borrow_mut();
-        let s = &mut slots[slot as usize];
-        match std::mem::replace(&mut s.state, State::Present(b)) {
-            State::InUse(q) => q,
-            _ => VecDeque::new(),
-        }
-    };
-    for m in waiting {
-        l.send(l.index, m);
-    }
+    // SAFETY: `obj` points into the slot's Box, whose heap address does not
+    // change while the table's Vec grows. The slot stays busy until `release`
+    // below, and while it is busy nothing else touches the object: other
+    // invocations queue, `remove` answers Busy, `free` queues, and the table
+    // is cleared only at core exit, when no invocation runs. So this is the
+    // only reference to the object for the duration of `f`.
+    let r = catch_unwind(AssertUnwindSafe(|| f(Ok(unsafe { &mut *obj }))));
+    release(l, slot);
     if let Err(p) = r {
         std::panic::resume_unwind(p);
     }
+}
+
+/// Ends a use of the object in `slot`: frees it, or, if operations queued
+/// meanwhile, keeps it busy and schedules the first of them (on this core's
+/// local queue, so the stack does not grow with the queue).
+fn release(l: &CoreLocal, slot: u32) {
+    {
+        let mut slots = l.objects.slots.borrow_mut();
+        let s = &mut slots[slot as usize];
+        if s.waiting.is_empty() {
+            s.busy = false;
+            return;
+        }
+    }
+    l.send(
+        l.index,
+        Message::new(move || {
+            with_local(|l| {
+                let Some(l) = l else { return };
+                let next = l
+                    .objects
+                    .slots
+                    .borrow_mut()
+                    .get_mut(slot as usize)
+                    .and_then(|s| s.waiting.pop_front());
+                if let Some(m) = next {
+                    m.run();
+                }
+            })
+        }),
+    );
 }
 
 impl Core {
@@ -344,8 +381,7 @@ impl Core {
         T: Send + 'static,
         F: FnOnce() -> Result<T, InvokeError> + Send + 'static,
     {
-        let c = Arc::new(Completion::new());
-        let completer = Completer(Some(c.clone()));
+        let (completer, rx) = Completer::new();
         let _ = self.send(Message::new(move || {
             let r = match catch_unwind(AssertUnwindSafe(f)) {
                 Ok(r) => r,
@@ -353,6 +389,6 @@ impl Core {
             };
             completer.complete(r);
         }));
-        Invocation::new(c, self.shared.idle.spin_budget())
+        Invocation::new(rx, self.shared.idle.spin_budget())
     }
 }

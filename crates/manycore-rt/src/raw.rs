@@ -5,6 +5,7 @@ use crate::error::InvokeError;
 use manycore_sync::atomic::{AtomicU32, Ordering};
 use manycore_sync::cell::UnsafeCell;
 use std::mem::{align_of, size_of, ManuallyDrop, MaybeUninit};
+use std::ptr::NonNull;
 use std::task::Waker;
 
 /// Bytes of closure a message carries inline; larger closures are boxed.
@@ -95,125 +96,239 @@ unsafe fn boxed_shim<F: FnOnce()>(p: *mut Payload, run: bool) {
 const DONE: u32 = 1;
 const WAITER: u32 = 2;
 const CANCELLED: u32 = 4;
+/// The waiter's handle is gone (dropped).
+const GONE: u32 = 8;
+/// The completer finished its slow path (see below).
+const FIN: u32 = 16;
 
 /// The meeting point of an invocation's completer (on the callee core) and
-/// its single waiter (a thread, a core, or an async task).
+/// its single waiter (a thread, a core, or an async task): one allocation,
+/// owned jointly by a [`Tx`] (the completer) and an [`Rx`] (the waiter), with
+/// no reference count. The state word says who still needs it, and whoever
+/// finishes last frees it.
 ///
-/// Protocol (one state word, bits DONE and WAITER):
-/// * completer: write value; `fetch_or(DONE)`; if WAITER was set, take the
-///   waker and wake it.
-/// * waiter: if DONE, take the value. Otherwise, to (re)register: clear WAITER
-///   by CAS (failing only if DONE arrived), store the waker, `fetch_or(WAITER)`;
-///   if that saw DONE, the result is there and nobody will wake us.
-/// * timeout: the waiter sets CANCELLED (`cancel`). If DONE was already set,
-///   the result won and the waiter takes it; otherwise the completer, seeing
-///   CANCELLED when it sets DONE, drops the late result itself, on its core.
+/// Protocol (one state word):
+/// * completer: write the value; `fetch_or(DONE)`. If neither WAITER nor
+///   CANCELLED was set (the fast path), it is finished: it frees the record if
+///   GONE was set, else leaves it to the waiter. Otherwise (slow path) it
+///   takes the waker (WAITER) or the value it must drop (CANCELLED), then
+///   `fetch_or(FIN)`, frees the record if GONE was set, and wakes the waker.
+/// * the completer is therefore finished once DONE is set and either neither
+///   WAITER nor CANCELLED is, or FIN is. WAITER and CANCELLED are only ever
+///   set by the waiter before DONE (a WAITER set after DONE by `register` is
+///   cleared again at once, before anything reads it).
+/// * waiter: if DONE, take the value. To (re)register: withdraw WAITER by CAS
+///   (fails only if DONE arrived), store the waker, `fetch_or(WAITER)`; if that
+///   saw DONE, the result is there and nobody will wake us (clear the WAITER).
+/// * timeout: `cancel` sets CANCELLED and withdraws WAITER in one CAS, unless
+///   DONE is set (then the result won). The completer, seeing CANCELLED, drops
+///   the late result itself, on its core.
+/// * waiter dropped: frees the record if the completer is finished; else
+///   withdraws WAITER (dropping its waker), then `fetch_or(GONE)`, and frees
+///   the record if the completer finished meanwhile.
 ///
 /// The waker cell is written by the waiter only while WAITER and DONE are both
 /// clear, and read by the completer only after it set DONE with WAITER set, so
-/// the two never touch it at once. Model-checked in `loom_tests.rs`.
-pub(crate) struct Completion<T> {
+/// the two never touch it at once. On the fast path the completer does one
+/// atomic read-modify-write and the waiter none. Model-checked in
+/// `loom_tests.rs`, where a freed record is poisoned rather than deallocated
+/// so that any touch after the free fails the model.
+struct Completion<T> {
     state: AtomicU32,
     value: UnsafeCell<Option<Result<T, InvokeError>>>,
     waker: UnsafeCell<Option<Waker>>,
+    /// Poison for the loom models (not a loom object: no extra interleavings).
+    #[cfg(loom)]
+    freed: std::sync::atomic::AtomicBool,
 }
 
-// SAFETY: the value cell is written once by the completer and read once by the
-// waiter after DONE (Release/Acquire); the waker cell is handed over by the
-// state protocol above. T crosses threads, so it must be Send.
-unsafe impl<T: Send> Sync for Completion<T> {}
-// SAFETY: as above.
-unsafe impl<T: Send> Send for Completion<T> {}
+/// Makes a completion record; returns its completer's and its waiter's end.
+pub(crate) fn completion<T>() -> (Tx<T>, Rx<T>) {
+    let c = Box::new(Completion {
+        state: AtomicU32::new(0),
+        value: UnsafeCell::new(None),
+        waker: UnsafeCell::new(None),
+        #[cfg(loom)]
+        freed: std::sync::atomic::AtomicBool::new(false),
+    });
+    // Freed by `free` (under loom, never deallocated but poisoned, so that a
+    // touch after the free is caught by `check` instead of being UB).
+    let p = NonNull::from(Box::leak(c));
+    (Tx { p }, Rx { p })
+}
+
+/// Loom models only: a completion and a probe that tells whether its record
+/// was freed (records are never deallocated under loom).
+#[cfg(loom)]
+pub(crate) fn completion_with_probe<T>() -> (Tx<T>, Rx<T>, impl Fn() -> bool) {
+    let (tx, rx) = completion::<T>();
+    let p = tx.p.as_ptr() as usize;
+    let probe = move || {
+        // SAFETY: under loom records are never deallocated.
+        let c = unsafe { &*(p as *const Completion<T>) };
+        c.freed.load(std::sync::atomic::Ordering::Relaxed)
+    };
+    (tx, rx, probe)
+}
+
+/// The completer's end of a completion record.
+pub(crate) struct Tx<T> {
+    p: NonNull<Completion<T>>,
+}
+
+/// The waiter's end of a completion record.
+pub(crate) struct Rx<T> {
+    p: NonNull<Completion<T>>,
+}
+
+// SAFETY: a Tx moves a value of T to the waiter, and the record it points to
+// is shared only with the single Rx under the protocol above.
+unsafe impl<T: Send> Send for Tx<T> {}
+// SAFETY: as for Tx; the value crosses threads once, so T: Send.
+unsafe impl<T: Send> Send for Rx<T> {}
+// SAFETY: the only method callable through `&Rx` from several threads at once
+// is `is_done` (an atomic load); the crate calls the others from the single
+// waiter only (an `Invocation` exposes them through `self` or `&mut self`).
+unsafe impl<T: Send> Sync for Rx<T> {}
 
 impl<T> Completion<T> {
-    pub(crate) fn new() -> Self {
-        Self {
-            state: AtomicU32::new(0),
-            value: UnsafeCell::new(None),
-            waker: UnsafeCell::new(None),
-        }
+    #[inline]
+    fn check(&self) {
+        #[cfg(loom)]
+        assert!(
+            !self.freed.load(std::sync::atomic::Ordering::Relaxed),
+            "completion record touched after it was freed"
+        );
     }
+}
 
-    /// Stores the result and wakes a registered waiter. Called at most once.
-    /// Returns false if the waiter had given up (the result was dropped here).
-    pub(crate) fn complete(&self, r: Result<T, InvokeError>) -> bool {
-        // SAFETY: only the completer writes the value, once, and nobody reads it
-        // before observing DONE, which is set after this write.
-        self.value.with_mut(|p| unsafe { *p = Some(r) });
+/// Frees a record whose two ends are both finished with it.
+///
+/// # Safety
+/// `p` came from `completion`, and neither end will touch it again.
+unsafe fn free<T>(p: NonNull<Completion<T>>) {
+    #[cfg(not(loom))]
+    // SAFETY: guaranteed by the caller; the pointer came from Box::leak.
+    drop(unsafe { Box::from_raw(p.as_ptr()) });
+    #[cfg(loom)]
+    {
+        // SAFETY: guaranteed by the caller; records are never deallocated under
+        // loom, so the reference is valid.
+        let c = unsafe { p.as_ref() };
+        assert!(
+            !c.freed.swap(true, std::sync::atomic::Ordering::Relaxed),
+            "completion record freed twice"
+        );
+        // Drop the contents as a real free would (leak checks see them go).
+        // SAFETY: both ends are finished with the record.
+        drop(c.value.with_mut(|v| unsafe { (*v).take() }));
+        // SAFETY: as above.
+        drop(c.waker.with_mut(|w| unsafe { (*w).take() }));
+    }
+}
+
+impl<T> Tx<T> {
+    /// Stores the result and wakes a registered waiter. Returns false if the
+    /// waiter had given up (the result was then dropped here, on this thread).
+    pub(crate) fn complete(self, r: Result<T, InvokeError>) -> bool {
+        let p = self.p;
+        std::mem::forget(self);
+        // SAFETY: the record lives until both ends are finished, and this end
+        // is not finished until below.
+        let c = unsafe { p.as_ref() };
+        c.check();
+        // SAFETY: only the completer writes the value, once, and the waiter
+        // reads it only after observing DONE, which is set after this write.
+        c.value.with_mut(|v| unsafe { *v = Some(r) });
         // AcqRel: Release publishes the value to the waiter's Acquire load of
-        // DONE; Acquire pairs with the Release `fetch_or(WAITER)` in `register`
-        // so the waker stored before it is visible here.
-        let prev = self.state.fetch_or(DONE, Ordering::AcqRel);
-        if prev & CANCELLED != 0 {
-            // SAFETY: the waiter cancelled before DONE was set, so it will never
-            // read the value: it is ours to drop, here, on the completer's core.
-            drop(self.value.with_mut(|p| unsafe { (*p).take() }));
-            return false;
-        }
-        if prev & WAITER != 0 {
-            // SAFETY: WAITER was set when we set DONE; from now on the waiter
-            // never writes the waker cell (it only writes with both bits clear).
-            let w = self.waker.with_mut(|p| unsafe { (*p).take() });
-            if let Some(w) = w {
-                w.wake();
+        // DONE; Acquire pairs with the Release of `register` so the waker
+        // stored before WAITER is visible here, and with `Rx::drop`'s GONE.
+        let prev = c.state.fetch_or(DONE, Ordering::AcqRel);
+        if prev & (WAITER | CANCELLED) == 0 {
+            if prev & GONE != 0 {
+                // SAFETY: the waiter is gone and we are finished.
+                unsafe { free(p) };
             }
-        }
-        true
-    }
-
-    /// The waiter gives up (timeout). Returns true if the result had already
-    /// arrived (the result wins; take it), false if the invocation is now
-    /// deactivated (the completer will drop the late result).
-    pub(crate) fn cancel(&self) -> bool {
-        // AcqRel: Acquire to read the value if DONE won; Release so the
-        // completer's Acquire fetch_or sees our withdrawal of the waker.
-        let prev = self.state.fetch_or(CANCELLED, Ordering::AcqRel);
-        if prev & DONE != 0 {
             return true;
         }
-        if prev & WAITER != 0 {
-            // Our own registration: withdraw it so the completer does not wake
-            // a waiter that left. It may race the completer's read of the cell
-            // only if DONE is set, and DONE was clear when CANCELLED went in;
-            // after that the completer drops instead of waking.
-            // SAFETY: CANCELLED is set and DONE was clear, so the completer will
-            // take the cancelled path and never touch the waker cell.
-            drop(self.waker.with_mut(|p| unsafe { (*p).take() }));
+        // Slow path: the waiter registered a waker, or gave up. Until FIN, the
+        // waiter does not free the record.
+        let late = prev & CANCELLED != 0;
+        let (value, waker) = if late {
+            // SAFETY: the waiter cancelled before DONE, so it never reads the
+            // value: it is ours to drop.
+            (c.value.with_mut(|v| unsafe { (*v).take() }), None)
+        } else {
+            // SAFETY: WAITER was set when we set DONE; from then on the waiter
+            // never writes the waker cell (it only writes with both bits clear).
+            (None, c.waker.with_mut(|w| unsafe { (*w).take() }))
+        };
+        // AcqRel: Release ends our use of the record before the waiter frees
+        // it; Acquire pairs with `Rx::drop`'s GONE if we are to free it.
+        let prev = c.state.fetch_or(FIN, Ordering::AcqRel);
+        if prev & GONE != 0 {
+            // SAFETY: the waiter is gone and we are finished.
+            unsafe { free(p) };
         }
-        false
+        drop(value);
+        if let Some(w) = waker {
+            w.wake();
+        }
+        !late
+    }
+}
+
+impl<T> Drop for Tx<T> {
+    /// A completer dropped unrun (the runtime shut down) resolves the
+    /// invocation to `Shutdown`.
+    fn drop(&mut self) {
+        let tx = Tx { p: self.p };
+        tx.complete(Err(InvokeError::Shutdown));
+    }
+}
+
+impl<T> Rx<T> {
+    fn c(&self) -> &Completion<T> {
+        // SAFETY: the record lives until both ends are finished; this end is
+        // finished only in Drop.
+        let c = unsafe { self.p.as_ref() };
+        c.check();
+        c
     }
 
     /// True once the result is stored.
     #[inline]
     pub(crate) fn is_done(&self) -> bool {
         // Acquire; pairs with the Release half of `fetch_or(DONE)` in `complete`.
-        self.state.load(Ordering::Acquire) & DONE != 0
+        self.c().state.load(Ordering::Acquire) & DONE != 0
     }
 
     /// Takes the result. Returns None if not done yet or already taken.
-    /// Must be called only by the single waiter.
+    /// Single waiter only.
     pub(crate) fn take(&self) -> Option<Result<T, InvokeError>> {
         if !self.is_done() {
             return None;
         }
         // SAFETY: DONE was observed with Acquire, so the completer's write is
-        // visible and finished; the single waiter is the only reader.
-        self.value.with_mut(|p| unsafe { (*p).take() })
+        // visible and finished; the single waiter is the only reader (a late
+        // result, which the completer drops, is never taken: `cancel` reports
+        // whether the result won).
+        self.c().value.with_mut(|v| unsafe { (*v).take() })
     }
 
     /// Registers `waker` to be woken on completion. Returns true if the result
     /// is already there (then nothing will be woken). Single waiter only.
     pub(crate) fn register(&self, waker: &Waker) -> bool {
-        let s = self.state.load(Ordering::Acquire);
+        let c = self.c();
+        let s = c.state.load(Ordering::Acquire);
         if s & DONE != 0 {
             return true;
         }
         if s & WAITER != 0 {
             // Withdraw the old registration; fails only if DONE arrived meanwhile.
             // Acquire on failure; pairs with the completer's Release.
-            if self
-                .state
-                .compare_exchange(WAITER, 0, Ordering::Acquire, Ordering::Acquire)
+            if c.state
+                .compare_exchange(s, s & !WAITER, Ordering::Acquire, Ordering::Acquire)
                 .is_err()
             {
                 return true;
@@ -221,10 +336,92 @@ impl<T> Completion<T> {
         }
         // SAFETY: WAITER is clear and we are the only waiter, so the completer
         // will not touch the waker cell unless it sees the WAITER we set below.
-        self.waker.with_mut(|p| unsafe { *p = Some(waker.clone()) });
+        c.waker.with_mut(|w| unsafe { *w = Some(waker.clone()) });
         // AcqRel: Release hands the waker to the completer's Acquire `fetch_or`;
         // Acquire lets us read the value if DONE is already set.
-        self.state.fetch_or(WAITER, Ordering::AcqRel) & DONE != 0
+        if c.state.fetch_or(WAITER, Ordering::AcqRel) & DONE != 0 {
+            // The completer took its fast path without seeing our WAITER: take
+            // the bit back so the state says the completer is finished.
+            c.state.fetch_and(!WAITER, Ordering::Relaxed);
+            return true;
+        }
+        false
+    }
+
+    /// The waiter gives up (timeout). Returns true if the result had already
+    /// arrived (the result wins; take it), false if the invocation is now
+    /// deactivated (the completer will drop the late result). Single waiter.
+    pub(crate) fn cancel(&self) -> bool {
+        let c = self.c();
+        let mut s = c.state.load(Ordering::Acquire);
+        loop {
+            if s & DONE != 0 {
+                return true;
+            }
+            // AcqRel: Release so the completer's Acquire `fetch_or` sees the
+            // withdrawal; Acquire (also on failure) to read the value if DONE won.
+            match c.state.compare_exchange(
+                s,
+                (s | CANCELLED) & !WAITER,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(now) => s = now,
+            }
+        }
+        if s & WAITER != 0 {
+            // SAFETY: we withdrew WAITER before DONE, so the completer will never
+            // touch the waker cell: it is ours to empty.
+            drop(c.waker.with_mut(|w| unsafe { (*w).take() }));
+        }
+        false
+    }
+}
+
+/// True if the completer is finished with a record in state `s`.
+#[inline]
+fn completer_finished(s: u32) -> bool {
+    s & DONE != 0 && (s & (WAITER | CANCELLED) == 0 || s & FIN != 0)
+}
+
+impl<T> Drop for Rx<T> {
+    fn drop(&mut self) {
+        let c = self.c();
+        // Acquire; pairs with the completer's Release (DONE or FIN).
+        let mut s = c.state.load(Ordering::Acquire);
+        if completer_finished(s) {
+            // SAFETY: the completer is finished and so are we.
+            unsafe { free(self.p) };
+            return;
+        }
+        if s & WAITER != 0 && s & DONE == 0 {
+            // Withdraw our registration (fails only if DONE arrived).
+            match c
+                .state
+                .compare_exchange(s, s & !WAITER, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    // SAFETY: WAITER withdrawn before DONE: the completer will
+                    // never touch the waker cell.
+                    drop(c.waker.with_mut(|w| unsafe { (*w).take() }));
+                }
+                Err(now) => s = now,
+            }
+            if completer_finished(s) {
+                // SAFETY: as above.
+                unsafe { free(self.p) };
+                return;
+            }
+        }
+        // AcqRel: Release so that everything we did is done before the
+        // completer frees; Acquire to free it ourselves if it finished first.
+        let prev = c.state.fetch_or(GONE, Ordering::AcqRel);
+        if completer_finished(prev) {
+            // SAFETY: the completer finished before it could see GONE, so it
+            // will not free; we are last.
+            unsafe { free(self.p) };
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::executor::Executor;
 use crate::mailbox::Mailbox;
-use crate::raw::{Completion, Message};
+use crate::raw::{Message, Rx};
 use crate::runtime::Shared;
 use manycore_ring::{Consumer, Producer};
 use manycore_sync::atomic::Ordering;
@@ -561,7 +561,7 @@ impl CoreLocal {
 
     /// Waits (on this core) until `c` completes, serving this core's own
     /// messages meanwhile. Returns false if `deadline` passed first.
-    pub(crate) fn wait_for<T>(&self, c: &Completion<T>, deadline: Option<Instant>) -> bool {
+    pub(crate) fn wait_for<T>(&self, c: &Rx<T>, deadline: Option<Instant>) -> bool {
         let mut budget = SpinBudget::new(self.shared.idle.spin_budget());
         let mut empty = 0u32;
         loop {

@@ -62,6 +62,85 @@ fn reentrant_invocations_queue_on_the_object() {
     assert_eq!(inv.wait(), Ok(vec![1, 2, 3]));
 }
 
+/// Invocations that queued behind a busy object keep their place: one that
+/// arrives from the same source after the object is released, but before the
+/// queued ones ran, runs after them (per-source FIFO holds for objects too).
+#[test]
+fn queued_invocations_are_not_overtaken_after_release() {
+    use std::sync::atomic::AtomicBool;
+    use std::time::Instant;
+    let rt = Runtime::builder()
+        .cores(1)
+        .idle(IdlePolicy::Sleep)
+        .build()
+        .unwrap();
+    let obj = rt.core(0).place(Vec::<u32>::new()).unwrap();
+    let queued = Arc::new(AtomicUsize::new(0));
+    let sent_last = Arc::new(AtomicBool::new(false));
+    let (q, s) = (queued.clone(), sent_last.clone());
+    // The first invocation serves the core until the next two arrived (and
+    // queued on the busy object), then waits, without serving, until the
+    // fourth is in the ring: that one is taken from the ring right after the
+    // first returns, before the queued two had their turn.
+    obj.spawn(move |v| {
+        v.push(1);
+        let t = Instant::now();
+        while q.load(Ordering::SeqCst) < 2 && t.elapsed() < Duration::from_secs(20) {
+            if manycore_rt::poll_once() == 0 {
+                std::thread::yield_now();
+            }
+        }
+        while !s.load(Ordering::SeqCst) && t.elapsed() < Duration::from_secs(20) {
+            std::thread::yield_now();
+        }
+    })
+    .unwrap();
+    for i in [2u32, 3] {
+        let q = queued.clone();
+        obj.spawn(move |v| v.push(i)).unwrap();
+        // Counted once the core took it from the ring (it ran or queued).
+        rt.core(0)
+            .spawn(move || {
+                q.fetch_add(1, Ordering::SeqCst);
+            })
+            .unwrap();
+    }
+    let t = Instant::now();
+    while queued.load(Ordering::SeqCst) < 2 && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    obj.spawn(|v| v.push(4)).unwrap();
+    sent_last.store(true, Ordering::SeqCst);
+    assert_eq!(obj.invoke(|v| v.clone()).wait(), Ok(vec![1, 2, 3, 4]));
+}
+
+/// `free` on a busy object takes its turn in the queue: what queued before it
+/// still sees the object, what queued after it finds it stale.
+#[test]
+fn free_queues_behind_the_running_invocation() {
+    let rt = Runtime::builder().cores(1).build().unwrap();
+    let obj = rt.core(0).place(10u32).unwrap();
+    let o2 = obj.clone();
+    let (before, after) = obj
+        .invoke(move |v| {
+            *v += 1;
+            let before = o2.invoke(|v| *v);
+            o2.free().unwrap();
+            let after = o2.invoke(|v| *v);
+            manycore_rt::poll_once();
+            (before, after)
+        })
+        .wait()
+        .unwrap();
+    assert_eq!(before.wait(), Ok(11));
+    assert_eq!(after.wait(), Err(InvokeError::StaleObject));
+    assert_eq!(obj.invoke(|v| *v).wait(), Err(InvokeError::StaleObject));
+    assert_eq!(
+        rt.core(0).call(manycore_rt::debug_counts).wait(),
+        Ok((0, 0))
+    );
+}
+
 #[test]
 fn object_place_with_needs_no_send() {
     let rt = Runtime::builder().cores(1).build().unwrap();
