@@ -6,8 +6,11 @@
 //! Every slot starts on its own cache line and carries a sequence word. The
 //! producer writes the payload, then publishes the slot with a Release store
 //! of its sequence; the consumer learns that a slot is full from that word, so
-//! on the fast path **neither side reads the other's index**: the only cache
-//! lines that move between cores are the slots themselves. The high 32 bits of
+//! **the consumer never reads the producer's index**, and it never writes a
+//! slot. It publishes its own position on a line of its own, which the
+//! producer caches and re-reads only when its copy says the ring is full: on
+//! the fast path the only cache lines that move between cores are the slots,
+//! each once per message, one way. The high 32 bits of
 //! the sequence word travel with the message as a free *tag* (manycore keeps a
 //! Lamport clock or flags there).
 //!

@@ -1,14 +1,25 @@
 //! All of manycore-ring's `unsafe`: slot storage and the publish/consume protocol.
 //!
 //! Slot `i` holds a sequence word `seq` (low 32 bits; the high 32 bits are the
-//! message tag). For position `p` (a u64 counting every push), slot `p & mask`
-//! is free for the producer when `seq == p` and full for the consumer when
-//! `seq == p + 1` (all mod 2^32). The consumer frees it for the next lap with
-//! `seq = p + capacity`. Initially `seq = i`.
+//! message tag). For position `p` (a u64 counting every push), the producer
+//! publishes slot `p & mask` with `seq = p + 1` (mod 2^32), and the consumer
+//! at position `p` knows the slot is full exactly when `seq == p + 1`: an
+//! older lap left `p + 1 - k * capacity` there. Initially `seq = i + 1 -
+//! capacity` (a lap "before" the first).
+//!
+//! The consumer never writes a slot. It publishes its position `head` on a
+//! cache line of its own, and the producer may write position `p` while
+//! `p - head < capacity`. The producer keeps a cached copy of `head` and
+//! reloads it only when the copy says the ring is full, so on the fast path
+//! the producer reads nothing the consumer writes, and the consumer reads only
+//! the slot: each slot's line crosses between the cores once per message,
+//! instead of bouncing back to the producer when it is freed (the design of
+//! rtrb and of Lamport's queue with cached indices, with a per-slot flag so
+//! the consumer never reads the producer's index).
 
 use manycore_sync::atomic::{AtomicU64, Ordering};
 use manycore_sync::cell::UnsafeCell;
-use manycore_sync::Arc;
+use manycore_sync::{Arc, CachePadded};
 use std::fmt;
 use std::mem::MaybeUninit;
 
@@ -21,6 +32,8 @@ struct Slot<T> {
 struct Buffer<T> {
     slots: Box<[Slot<T>]>,
     mask: u64,
+    /// The consumer's position: every slot before it has been consumed.
+    head: CachePadded<AtomicU64>,
 }
 
 // SAFETY: the ring moves values of T between exactly two threads; the
@@ -37,12 +50,15 @@ fn seq32(word: u64) -> u32 {
 
 impl<T> Drop for Buffer<T> {
     fn drop(&mut self) {
-        // Both ends are gone: drop the messages still in flight. Slot i is full
-        // exactly when its sequence is one past a value congruent to i.
+        // Both ends are gone: drop the messages still in flight. Slot i was last
+        // written for position `seq - 1`; it is full if that position is at or
+        // after the consumer's (a never-written slot's position lies a lap
+        // before 0, so it is not).
         let cap = self.slots.len() as u32;
-        for (i, slot) in self.slots.iter_mut().enumerate() {
-            let s = seq32(slot.seq.load(Ordering::Acquire));
-            if s.wrapping_sub(i as u32) % cap == 1 {
+        let head = self.head.load(Ordering::Acquire) as u32;
+        for slot in self.slots.iter_mut() {
+            let written = seq32(slot.seq.load(Ordering::Acquire)).wrapping_sub(1);
+            if written.wrapping_sub(head) < cap {
                 // SAFETY: a full slot holds an initialised T that nobody else
                 // can reach any more (we have &mut self).
                 slot.val.with_mut(|p| unsafe { (*p).assume_init_drop() });
@@ -55,18 +71,20 @@ pub(crate) fn new_ring<T: Send>(cap: usize) -> (Producer<T>, Consumer<T>) {
     debug_assert!(cap.is_power_of_two() && cap >= 2);
     let slots: Box<[Slot<T>]> = (0..cap)
         .map(|i| Slot {
-            seq: AtomicU64::new(i as u64),
+            seq: AtomicU64::new((i as u32).wrapping_add(1).wrapping_sub(cap as u32) as u64),
             val: UnsafeCell::new(MaybeUninit::uninit()),
         })
         .collect();
     let buf = Arc::new(Buffer {
         slots,
         mask: cap as u64 - 1,
+        head: CachePadded::new(AtomicU64::new(0)),
     });
     (
         Producer {
             buf: buf.clone(),
             pos: 0,
+            head: 0,
         },
         Consumer { buf, pos: 0 },
     )
@@ -76,6 +94,8 @@ pub(crate) fn new_ring<T: Send>(cap: usize) -> (Producer<T>, Consumer<T>) {
 pub struct Producer<T> {
     buf: Arc<Buffer<T>>,
     pos: u64,
+    /// The consumer's position as last read (never ahead of the real one).
+    head: u64,
 }
 
 /// The receiving end of a ring. Not `Clone`: exactly one consumer.
@@ -107,11 +127,13 @@ impl<T> Producer<T> {
         self.buf.slots.len()
     }
 
-    /// True if the next push would fail (the consumer has not yet freed the slot).
+    /// True if the next push would fail (the consumer has not yet taken the
+    /// message a lap before it).
     #[inline]
     pub fn is_full(&self) -> bool {
-        let slot = &self.buf.slots[(self.pos & self.buf.mask) as usize];
-        seq32(slot.seq.load(Ordering::Relaxed)) != self.pos as u32
+        let cap = self.buf.slots.len() as u64;
+        self.pos.wrapping_sub(self.head) >= cap
+            && self.pos.wrapping_sub(self.buf.head.load(Ordering::Relaxed)) >= cap
     }
 
     /// Pushes a message with tag 0; gives it back if the ring is full.
@@ -123,14 +145,19 @@ impl<T> Producer<T> {
     /// Pushes a message carrying a 32-bit tag; gives it back if the ring is full.
     #[inline]
     pub fn try_push_tagged(&mut self, value: T, tag: u32) -> Result<(), T> {
-        let slot = &self.buf.slots[(self.pos & self.buf.mask) as usize];
-        // Acquire; pairs with the Release in `Consumer::try_pop_tagged` that
-        // freed this slot, so the consumer's read of the old value happens
-        // before our write of the new one.
-        if seq32(slot.seq.load(Ordering::Acquire)) != self.pos as u32 {
-            return Err(value);
+        let cap = self.buf.slots.len() as u64;
+        if self.pos.wrapping_sub(self.head) >= cap {
+            // Acquire; pairs with the Release store of `head` in
+            // `Consumer::try_pop_tagged`, so the consumer's read of the old
+            // value happens before our write of the new one.
+            self.head = self.buf.head.load(Ordering::Acquire);
+            if self.pos.wrapping_sub(self.head) >= cap {
+                return Err(value);
+            }
         }
-        // SAFETY: seq == pos means the slot is free and owned by the producer
+        let slot = &self.buf.slots[(self.pos & self.buf.mask) as usize];
+        // SAFETY: pos - head < capacity means the consumer has taken the value
+        // this slot held a lap ago (or it never held one); the slot is ours
         // until the Release store below hands it to the consumer.
         slot.val.with_mut(|p| unsafe { (*p).write(value) });
         let next = self.pos.wrapping_add(1);
@@ -179,13 +206,14 @@ impl<T> Consumer<T> {
             return None;
         }
         // SAFETY: seq == pos + 1 means the producer published an initialised
-        // value here and will not touch the slot until we free it below.
+        // value here and will not touch the slot until `head` passes it below.
         let value = slot.val.with(|p| unsafe { (*p).assume_init_read() });
-        let free = self.pos.wrapping_add(self.buf.slots.len() as u64);
-        // Release; pairs with the Acquire in `Producer::try_push_tagged`: our
-        // read of the value happens before the producer overwrites it.
-        slot.seq.store(free as u32 as u64, Ordering::Release);
         self.pos = self.pos.wrapping_add(1);
+        // Release; pairs with the Acquire load of `head` in
+        // `Producer::try_push_tagged`: our read of the value happens before
+        // the producer overwrites it. A store to our own line: it moves to the
+        // producer's cache only when the producer finds its copy full.
+        self.buf.head.store(self.pos, Ordering::Release);
         Some((value, (word >> 32) as u32))
     }
 

@@ -195,7 +195,11 @@ impl Builder {
             n,
             lanes,
             idle: self.idle,
-            mailboxes: (0..n).map(|_| Mailbox::new(sources)).collect(),
+            // Asymmetric barriers unless the cores sleep at once when idle:
+            // then every sleep would pay a heavy barrier (microseconds).
+            mailboxes: (0..n)
+                .map(|_| Mailbox::new(sources, self.idle != IdlePolicy::Sleep))
+                .collect(),
             parked: (0..n).map(|_| Mutex::new(None)).collect(),
             urgent: (0..n)
                 .map(|_| Mutex::new(std::collections::VecDeque::new()))
