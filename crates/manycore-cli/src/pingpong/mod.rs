@@ -40,7 +40,8 @@ pub const DEFAULT_REPS: usize = 5;
 pub const DETAILS: &str = "\
 Rows (impl): raw-atomic and raw-futex (two pinned threads, the physical
 limits), std-mpsc and crossbeam-channel (echo thread), rtrb (one-way SPSC of
-u64), manycore-poll / manycore-sleep / manycore-hybrid (a 2-core runtime;
+u64), rtrb-line (the same with one u64 per 64-byte item: the ceiling of one
+message per cache line), manycore-poll / manycore-sleep / manycore-hybrid (a 2-core runtime;
 core 0 calls core 1). Cases: round_trip (median, p50, p99, ns), throughput
 (Mmsg/s), idle_cpu (ms of CPU per s), ratio (the acceptance ratios).
 Each case runs about --secs seconds: a warm-up and calibration, then --reps
@@ -197,6 +198,12 @@ fn rows(o: &PingpongOpts) -> Vec<Row> {
         "rtrb",
         thr,
         peers::rtrb_stream,
+    ));
+    v.push(throughput_row(
+        "throughput: rtrb-line",
+        "rtrb-line",
+        thr,
+        peers::rtrb_line_stream,
     ));
     v.push(throughput_row(
         "throughput: crossbeam-channel",
@@ -518,7 +525,9 @@ pub fn section(ctx: &SectionCtx) -> Section {
         "Core 0 of a 2-core runtime calls `core1.call(move || x + 1).wait()` in a loop; \
          the peers do the same round trip between two threads pinned to two CPUs. \
          Throughput: fire-and-forget `spawn`s (u64 payload) from core 0 to core 1, \
-         against `rtrb` and a bounded `crossbeam-channel` moving u64s. Idle CPU: \
+         against `rtrb` and a bounded `crossbeam-channel` moving u64s, and `rtrb-line` \
+         (rtrb moving one u64 per 64-byte item: every item its own cache line, as every \
+         manycore message is; the ceiling of any one-message-per-line design). Idle CPU: \
          process CPU time per second with an idle runtime and a sleeping main thread. \
          A median is over per-repetition means (total time / operations), so a \
          repetition in which a partner was descheduled weighs in fully; p50 and p99 \

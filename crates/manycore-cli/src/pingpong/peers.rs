@@ -285,12 +285,52 @@ struct Stream {
     sum: CachePadded<AtomicU64>,
 }
 
+/// A value that fills one cache line (the item of `rtrb-line`).
+#[derive(Debug, Clone, Copy)]
+#[repr(C, align(64))]
+pub struct Line(u64, [u64; 7]);
+
+/// What a one-way stream moves: u64s, or one u64 per cache line.
+pub trait Item: Send + 'static {
+    /// The item carrying `v`.
+    fn new(v: u64) -> Self;
+    /// The value it carries.
+    fn value(&self) -> u64;
+}
+impl Item for u64 {
+    fn new(v: u64) -> Self {
+        v
+    }
+    fn value(&self) -> u64 {
+        *self
+    }
+}
+impl Item for Line {
+    fn new(v: u64) -> Self {
+        Line(v, [0; 7])
+    }
+    fn value(&self) -> u64 {
+        self.0
+    }
+}
+
 /// One-way throughput over an `rtrb` SPSC ring of u64: the producer pushes
 /// `n` values (spinning, bounded, while the ring is full) and then waits until
 /// the consumer has counted them. The consumer publishes its count whenever
 /// it finds the ring empty.
 pub fn rtrb_stream(plan: Plan) -> Result<Samples, String> {
-    let (mut prod, mut cons) = rtrb::RingBuffer::<u64>::new(STREAM_CAPACITY);
+    rtrb_items::<u64>(plan)
+}
+
+/// [`rtrb_stream`] with one u64 per 64-byte item: every message moves its own
+/// cache line, as a manycore message does. The ceiling of any design that
+/// moves one message per line between these two CPUs.
+pub fn rtrb_line_stream(plan: Plan) -> Result<Samples, String> {
+    rtrb_items::<Line>(plan)
+}
+
+fn rtrb_items<T: Item>(plan: Plan) -> Result<Samples, String> {
+    let (mut prod, mut cons) = rtrb::RingBuffer::<T>::new(STREAM_CAPACITY);
     let st = Arc::new(Stream::default());
     let cpus = cpu_pair();
     let st2 = st.clone();
@@ -304,7 +344,7 @@ pub fn rtrb_stream(plan: Plan) -> Result<Samples, String> {
                 match cons.pop() {
                     Ok(v) => {
                         count += 1;
-                        sum = sum.wrapping_add(v);
+                        sum = sum.wrapping_add(v.value());
                         idle_since = None;
                     }
                     Err(_) => {
@@ -334,7 +374,7 @@ pub fn rtrb_stream(plan: Plan) -> Result<Samples, String> {
             run_batches(plan, |n| {
                 let t = Instant::now();
                 for i in 0..n {
-                    let mut v = i;
+                    let mut v = T::new(i);
                     loop {
                         match prod.push(v) {
                             Ok(()) => break,
