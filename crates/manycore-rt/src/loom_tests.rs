@@ -10,6 +10,30 @@ use loom::thread;
 use std::sync::Arc;
 use std::task::{Wake, Waker};
 
+/// The receiver's side of the sleep protocol, for source 1: poll while its
+/// bit is set; to sleep, clear bits (fence and heavy barrier), announce,
+/// re-scan every ring, then wait; after a wakeup or a cancelled sleep, scan
+/// every ring. Returns the first message.
+fn receive_or_sleep(mb: &Mailbox, rx: &mut manycore_ring::Consumer<u32>) -> u32 {
+    let mut full_scan = false;
+    loop {
+        if full_scan || mb.word(0) & 0b10 != 0 {
+            if let Some(v) = rx.try_pop() {
+                return v;
+            }
+        }
+        mb.clear_and_fence();
+        let key = mb.doorbell().prepare_wait();
+        if !rx.is_empty() {
+            mb.doorbell().cancel_wait();
+            full_scan = true;
+            continue;
+        }
+        mb.doorbell().wait(key);
+        full_scan = true;
+    }
+}
+
 /// The receiver's loop as in `scheduler.rs`: poll by active bits; to sleep,
 /// clear bits, announce, re-scan every ring, then wait; after a wakeup or a
 /// cancelled sleep, scan every ring. The sender publishes and announces. The
@@ -24,26 +48,7 @@ fn doorbell_no_lost_wakeup() {
             tx.try_push(7).unwrap();
             assert!(!mb2.announce(1));
         });
-        let mut got = None;
-        let mut full_scan = false;
-        while got.is_none() {
-            if full_scan || mb.word(0) & 0b10 != 0 {
-                got = rx.try_pop();
-                if got.is_some() {
-                    break;
-                }
-            }
-            mb.clear_and_fence();
-            let key = mb.doorbell().prepare_wait();
-            if !rx.is_empty() {
-                mb.doorbell().cancel_wait();
-                full_scan = true;
-                continue;
-            }
-            mb.doorbell().wait(key);
-            full_scan = true;
-        }
-        assert_eq!(got, Some(7));
+        assert_eq!(receive_or_sleep(&mb, &mut rx), 7);
         t.join().unwrap();
     });
 }
@@ -67,26 +72,7 @@ fn light_announce_against_sleeping_receiver() {
             tx.try_push(7).unwrap();
             assert!(!mb2.announce_light(1));
         });
-        let mut got = None;
-        let mut full_scan = false;
-        while got.is_none() {
-            if full_scan || mb.word(0) & 0b10 != 0 {
-                got = rx.try_pop();
-                if got.is_some() {
-                    break;
-                }
-            }
-            mb.clear_and_fence();
-            let key = mb.doorbell().prepare_wait();
-            if !rx.is_empty() {
-                mb.doorbell().cancel_wait();
-                full_scan = true;
-                continue;
-            }
-            mb.doorbell().wait(key);
-            full_scan = true;
-        }
-        assert_eq!(got, Some(7));
+        assert_eq!(receive_or_sleep(&mb, &mut rx), 7);
         t.join().unwrap();
     });
 }

@@ -98,6 +98,7 @@ pub(crate) fn process_cpu_time() -> Duration {
 }
 
 /// `membarrier(2)` commands (linux/membarrier.h).
+#[cfg_attr(loom, allow(dead_code))]
 const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
 const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
 
@@ -116,6 +117,7 @@ pub(crate) fn membarrier_register() -> bool {
 
 /// Runs a full memory barrier on every CPU that runs a thread of this
 /// process. True on success (the process must be registered).
+#[cfg_attr(loom, allow(dead_code))]
 pub(crate) fn membarrier() -> bool {
     // SAFETY: as above.
     unsafe {
