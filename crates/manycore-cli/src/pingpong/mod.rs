@@ -427,6 +427,19 @@ pub fn summary(recs: &[Record]) -> String {
             ),
         };
     }
+    // Not a target: how close the one-message-per-line design is to its own
+    // ceiling (rtrb moving one 64-byte item per message).
+    if let Some(line) = find(recs, "throughput", "rtrb-line", "median").filter(|v| *v > 0.0) {
+        for imp in ["manycore-poll", "manycore-sleep", "manycore-hybrid"] {
+            if let Some(v) = find(recs, "throughput", imp, "median") {
+                let _ = writeln!(
+                    s,
+                    "- (for reference) {imp} / rtrb-line throughput: {:.2}x (one cache line per message in both)",
+                    v / line
+                );
+            }
+        }
+    }
     for &(imp, limit) in IDLE_LIMITS {
         let _ = match find(recs, "idle_cpu", imp, "cpu") {
             Some(v) => writeln!(
