@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::task::{Wake, Waker};
 
 /// The receiver's side of the sleep protocol, for source 1: poll while its
-/// bit is set; to sleep, clear bits (fence and heavy barrier), announce,
+/// bit is set; to sleep, clear bits (and fence), announce,
 /// re-scan every ring, then wait; after a wakeup or a cancelled sleep, scan
 /// every ring. Returns the first message.
 fn receive_or_sleep(mb: &Mailbox, rx: &mut manycore_ring::Consumer<u32>) -> u32 {
@@ -41,7 +41,7 @@ fn receive_or_sleep(mb: &Mailbox, rx: &mut manycore_ring::Consumer<u32>) -> u32 
 #[test]
 fn doorbell_no_lost_wakeup() {
     loom::model(|| {
-        let mb = loom::sync::Arc::new(Mailbox::new(2, true));
+        let mb = loom::sync::Arc::new(Mailbox::new(2));
         let (mut tx, mut rx) = manycore_ring::channel::<u32>(2).unwrap();
         let mb2 = mb.clone();
         let t = thread::spawn(move || {
@@ -53,36 +53,12 @@ fn doorbell_no_lost_wakeup() {
     });
 }
 
-/// A core sender announces with `announce_light`: its bit is still set from
-/// earlier traffic, so it skips the fence and the doorbell, while the receiver
-/// goes to sleep (clear bits, heavy barrier, announce, re-scan, wait). Under
-/// loom the light and heavy barriers are both SeqCst fences, so this checks
-/// the protocol in its symmetric form: the message is always received.
-#[test]
-fn light_announce_against_sleeping_receiver() {
-    loom::model(|| {
-        let mb = loom::sync::Arc::new(Mailbox::new(2, true));
-        let (mut tx, mut rx) = manycore_ring::channel::<u32>(2).unwrap();
-        // Earlier traffic left the sender's bit set.
-        tx.try_push(1).unwrap();
-        assert!(!mb.announce(1));
-        assert_eq!(rx.try_pop(), Some(1));
-        let mb2 = mb.clone();
-        let t = thread::spawn(move || {
-            tx.try_push(7).unwrap();
-            assert!(!mb2.announce_light(1));
-        });
-        assert_eq!(receive_or_sleep(&mb, &mut rx), 7);
-        t.join().unwrap();
-    });
-}
-
 /// A sender whose bit is still set skips the `fetch_or`; the receiver's
 /// periodic clear-and-rescan must still find its message.
 #[test]
 fn sticky_bit_cleared_concurrently() {
     loom::model(|| {
-        let mb = loom::sync::Arc::new(Mailbox::new(1, true));
+        let mb = loom::sync::Arc::new(Mailbox::new(1));
         let (mut tx, mut rx) = manycore_ring::channel::<u32>(2).unwrap();
         // Bit already set from earlier traffic.
         tx.try_push(1).unwrap();
@@ -91,8 +67,7 @@ fn sticky_bit_cleared_concurrently() {
         let mb2 = mb.clone();
         let t = thread::spawn(move || {
             tx.try_push(2).unwrap();
-            // A core's sender: skips everything if its bit looks set.
-            mb2.announce_light(0);
+            mb2.announce(0);
         });
         // Receiver clears stale bits and rescans, as `refresh_bits` does.
         mb.clear_and_fence();

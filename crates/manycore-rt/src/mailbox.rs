@@ -5,7 +5,7 @@
 //! protocol is written out in `README.md` beside this file.
 
 use manycore_sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use manycore_sync::{barrier, CachePadded, EventCount};
+use manycore_sync::{CachePadded, EventCount};
 
 /// One destination core's mailbox. Senders read it after every publish; the
 /// receiver writes it only when it goes to sleep or clears stale bits, so in
@@ -23,15 +23,10 @@ struct Inner {
     /// Set by `Core::notify`, consumed by the sleep re-check: a notify is
     /// never lost, even if it lands just before the receiver announces sleep.
     notified: AtomicBool,
-    /// Asymmetric mode: cores announce with a compiler barrier only, and the
-    /// receiver runs a heavy barrier (`membarrier`) where it would fence.
-    asym: bool,
 }
 
 impl Mailbox {
-    /// A mailbox for `sources` senders. `asym`: use asymmetric barriers (only
-    /// if [`barrier::available`]); see [`announce_light`](Self::announce_light).
-    pub(crate) fn new(sources: usize, asym: bool) -> Self {
+    pub(crate) fn new(sources: usize) -> Self {
         let words = sources.div_ceil(64).max(1);
         Self {
             inner: CachePadded::new(Inner {
@@ -40,7 +35,6 @@ impl Mailbox {
                 closed: AtomicBool::new(false),
                 urgent: AtomicU64::new(0),
                 notified: AtomicBool::new(false),
-                asym: asym && barrier::available(),
             }),
         }
     }
@@ -62,28 +56,6 @@ impl Mailbox {
         }
         self.inner.doorbell.notify_one_after_fence();
         self.inner.closed.load(Ordering::Relaxed)
-    }
-
-    /// Sender side, for a core's own rings (the hot path): in asymmetric
-    /// mode, if our active bit is still set, nobody waits on the doorbell and
-    /// the mailbox is open, there is nothing to do: no fence, no write. This
-    /// is sound because the receiver runs a heavy barrier after clearing its
-    /// bits and before its re-scan: either our publish is visible to that
-    /// re-scan, or our loads come after the barrier and see the cleared bit
-    /// (then we take the full path). Otherwise, as [`announce`](Self::announce).
-    #[inline]
-    pub(crate) fn announce_light(&self, src: usize) -> bool {
-        if self.inner.asym {
-            barrier::light();
-            let set = self.inner.bits[src >> 6].load(Ordering::Relaxed) & (1u64 << (src & 63)) != 0;
-            if set
-                && !self.inner.doorbell.has_waiters()
-                && !self.inner.closed.load(Ordering::Relaxed)
-            {
-                return false;
-            }
-        }
-        self.announce(src)
     }
 
     /// Number of 64-bit words in the bitmap.
@@ -110,10 +82,6 @@ impl Mailbox {
         }
         // SeqCst; pairs with the fence in `announce`.
         fence(Ordering::SeqCst);
-        if self.inner.asym {
-            // Pairs with the compiler barrier of `announce_light`.
-            barrier::heavy();
-        }
     }
 
     /// The receiver's doorbell.
@@ -161,9 +129,5 @@ impl Mailbox {
         // SeqCst; pairs with the fence in `announce`: a sender that published
         // after this either sees `closed` or its message is seen by our drain.
         fence(Ordering::SeqCst);
-        if self.inner.asym {
-            // Pairs with the compiler barrier of `announce_light`.
-            barrier::heavy();
-        }
     }
 }

@@ -195,11 +195,7 @@ impl Builder {
             n,
             lanes,
             idle: self.idle,
-            // Asymmetric barriers unless the cores sleep at once when idle:
-            // then every sleep would pay a heavy barrier (microseconds).
-            mailboxes: (0..n)
-                .map(|_| Mailbox::new(sources, self.idle != IdlePolicy::Sleep))
-                .collect(),
+            mailboxes: (0..n).map(|_| Mailbox::new(sources)).collect(),
             parked: (0..n).map(|_| Mutex::new(None)).collect(),
             urgent: (0..n)
                 .map(|_| Mutex::new(std::collections::VecDeque::new()))

@@ -19,9 +19,8 @@ use std::time::{Duration, Instant};
 
 /// Messages taken from one ring before moving on to the next.
 const BATCH: usize = 32;
-/// Empty polls (in `Poll` mode) between clearing stale active bits (each
-/// clear costs a heavy barrier in asymmetric mode: a few microseconds).
-const CLEAR_EVERY: u32 = 1 << 16;
+/// Empty polls (in `Poll` mode) between clearing stale active bits.
+const CLEAR_EVERY: u32 = 4096;
 
 thread_local! {
     static LOCAL: RefCell<Option<Rc<CoreLocal>>> = const { RefCell::new(None) };
@@ -240,7 +239,7 @@ impl CoreLocal {
         match r {
             Ok(()) => {
                 self.sent.set(self.sent.get() + 1);
-                if self.shared.mailboxes[dst].announce_light(self.index) {
+                if self.shared.mailboxes[dst].announce(self.index) {
                     self.shared.drain_parked(dst, self.index);
                 }
             }
@@ -273,7 +272,7 @@ impl CoreLocal {
             if moved > 0 {
                 self.spilled.set(self.spilled.get() - moved);
                 self.sent.set(self.sent.get() + moved as u64);
-                if self.shared.mailboxes[dst].announce_light(self.index) {
+                if self.shared.mailboxes[dst].announce(self.index) {
                     self.shared.drain_parked(dst, self.index);
                 }
             }

@@ -9,8 +9,6 @@
 //!   without a bound: on a virtual machine the partner may not be running.
 //! * [`EventCount`]: a futex-backed doorbell (Folly's EventCount protocol) with a
 //!   process-private and a process-shared flavour ([`SharedEventCount`]).
-//! * [`barrier`]: asymmetric barriers (a compiler fence on the hot side,
-//!   `membarrier(2)` on the cold side).
 //! * [`cpu`]: the process's original CPU set, read once before `main`, and
 //!   thread pinning.
 //!
@@ -40,7 +38,6 @@
 #![warn(missing_docs)]
 
 mod backoff;
-pub mod barrier;
 mod cache_padded;
 pub mod cpu;
 mod event_count;

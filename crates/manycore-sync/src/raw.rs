@@ -96,36 +96,3 @@ pub(crate) fn process_cpu_time() -> Duration {
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
-
-/// `membarrier(2)` commands (linux/membarrier.h).
-#[cfg_attr(loom, allow(dead_code))]
-const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
-const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
-
-/// Registers this process for private expedited membarriers. True on success.
-pub(crate) fn membarrier_register() -> bool {
-    // SAFETY: membarrier takes plain integer arguments and touches no memory.
-    unsafe {
-        libc::syscall(
-            libc::SYS_membarrier,
-            MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
-            0 as libc::c_long,
-            0 as libc::c_long,
-        ) == 0
-    }
-}
-
-/// Runs a full memory barrier on every CPU that runs a thread of this
-/// process. True on success (the process must be registered).
-#[cfg_attr(loom, allow(dead_code))]
-pub(crate) fn membarrier() -> bool {
-    // SAFETY: as above.
-    unsafe {
-        libc::syscall(
-            libc::SYS_membarrier,
-            MEMBARRIER_CMD_PRIVATE_EXPEDITED,
-            0 as libc::c_long,
-            0 as libc::c_long,
-        ) == 0
-    }
-}
