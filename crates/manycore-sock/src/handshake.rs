@@ -133,7 +133,10 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
             Ok(None) => {}
             Err(e) => {
                 ep.free_now(&tx);
-                return Err(e);
+                return Err(match e.kind() {
+                    io::ErrorKind::ConnectionReset => refused("listener is gone"),
+                    _ => e,
+                });
             }
         }
         let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));

@@ -459,7 +459,7 @@ pub(crate) fn recv_msg(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<Option<Receiv
         while !c.is_null() {
             if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
                 let data = libc::CMSG_DATA(c).cast::<libc::c_int>();
-                let bytes = (*c).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                let bytes = ((*c).cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
                 for i in 0..bytes / std::mem::size_of::<libc::c_int>() {
                     let raw = std::ptr::read_unaligned(data.add(i));
                     if raw >= 0 {

@@ -20,12 +20,23 @@ pub(crate) fn invalid(what: &str) -> io::Error {
     )
 }
 
-/// Largest fragment (header included) in a chunk above `2 * MAX_FRAG`.
-/// Measured on a loaded 2-vCPU EPYC (32 KiB L1d), streaming 1 MiB writes
-/// between two processes through a 256 KiB chunk: 8 KiB fragments moved
-/// 7.7-8.9 GB/s, 16 KiB 6.9-7.9, 64 KiB (the earlier quarter chunk)
-/// 4.1-4.8; through a 1 MiB chunk 11.2-11.8 against 8.0-9.5 for 64 KiB.
-pub(crate) const MAX_FRAG: usize = 8 << 10;
+/// Fragments (header included) of a chunk above 16 KiB: a 32nd of the
+/// chunk, at least `MIN_FRAG` and at most `MAX_FRAG`. Measured with
+/// `manycore bench sock` (stream, 1 MiB writes) on a loaded 2-vCPU EPYC,
+/// medians of the ratio to Unix sockets in two batches of interleaved runs,
+/// processes / threads:
+///
+/// | chunk   | 8 KiB frags         | 32 KiB              | 64 KiB (quarter chunk) |
+/// |---------|---------------------|---------------------|------------------------|
+/// | 256 KiB | 4.2, 4.3 / 4.4, 2.6 | 3.8, 2.7 / 2.9, 4.2 | 1.5, 1.4 / 3.1, 3.7    |
+/// | 1 MiB   | 5.1, 3.7 / 2.9, 2.6 | 5.8, 4.5 / 3.4, 6.3 | 5.6, 6.1 / 3.1, 4.5    |
+///
+/// Small fragments keep a small chunk's pipeline full when a wake-up or a
+/// descheduled peer costs more than draining half of it; large chunks do
+/// better with fewer commits and index-line transfers.
+pub(crate) const MIN_FRAG: usize = 8 << 10;
+/// See [`MIN_FRAG`].
+pub(crate) const MAX_FRAG: usize = 64 << 10;
 
 #[inline]
 fn pad8(n: usize) -> usize {
@@ -198,10 +209,13 @@ pub(crate) fn try_write<M: RingMem>(
             continue;
         }
         // Large chunks carry many fragments so that reader and writer copy
-        // in parallel, each small enough to stay in the L1 cache between
-        // the writer's copy in and the reader's copy out; small chunks (the
-        // paper's MPB sizes) carry one fragment of up to the whole chunk.
-        let maxfrag = if cap > 2 * MAX_FRAG { MAX_FRAG } else { cap };
+        // in parallel (see `MIN_FRAG`); small chunks (the paper's MPB sizes)
+        // carry one fragment of up to the whole chunk.
+        let maxfrag = if cap > 2 * MIN_FRAG {
+            (cap / 32).clamp(MIN_FRAG, MAX_FRAG)
+        } else {
+            cap
+        };
         let take = (buf.len() - n).min(contig.min(maxfrag) - FRAG_HDR);
         let off = r.data_at(st.woff);
         if !r.shm.write_bytes(off + FRAG_HDR, &buf[n..n + take]) {
