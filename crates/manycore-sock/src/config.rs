@@ -6,7 +6,7 @@ use crate::endpoint::EpParams;
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// How a blocked `read`/`write`/`accept` waits for its peer.
+/// How a blocked `read`/`write` waits for its peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitMode {
     /// Busy-poll (lowest latency, burns a CPU). Still bounded: every 10 ms the
@@ -39,9 +39,12 @@ pub struct Config {
     pub min_chunk: u32,
     /// Most simultaneous connections (bounded also by `buffer_size / min_chunk`).
     pub max_connections: u32,
-    /// Pending connection requests (the listen backlog). Default 64.
+    /// Connections that may wait for `accept` (the listen backlog: the
+    /// kernel queues exactly this many at the rendezvous socket; a connector
+    /// beyond it is refused). Default 64.
     pub backlog: u32,
-    /// Wait policy given to accepted streams (and to `accept` itself).
+    /// Wait policy given to accepted streams (`accept` itself sleeps in
+    /// poll(2) on the rendezvous socket).
     pub wait_mode: WaitMode,
 }
 
@@ -63,7 +66,6 @@ impl Config {
             buffer: self.buffer_size,
             min_chunk: self.min_chunk,
             max_conns: self.max_connections,
-            backlog: self.backlog,
         }
     }
 }
@@ -84,8 +86,5 @@ pub(crate) fn client_params() -> EpParams {
         .unwrap_or_else(|e| e.into_inner())
         .clone()
         .unwrap_or_default();
-    EpParams {
-        backlog: 0,
-        ..c.params()
-    }
+    c.params()
 }

@@ -5,49 +5,32 @@
 
 use crate::buddy::BuddyAllocator;
 use crate::layout::{Layout, FLAG_CLOSED, KIND_CLIENT};
+use crate::namespace::Namespace;
 use crate::raw;
-use crate::region::{Namespace, Shm};
+use crate::region::Shm;
 use crate::ring::{RingRef, TxState};
 use manycore_sync::atomic::{AtomicU32, Ordering};
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
-use std::time::Duration;
 
-/// How we learn that the peer process is gone.
+/// How we learn that the peer endpoint is gone.
 #[derive(Debug)]
 pub(crate) enum Liveness {
-    /// Peer in this process: its `Drop` sets the close flags.
-    SameProcess,
-    /// A pidfd: polls readable once the peer exits (even by SIGKILL).
-    Pidfd(OwnedFd),
-    /// No pidfd available (old kernel): signal-0 probe of the pid.
-    Pid(u32),
+    /// The connection's Unix socket (kept open for the connection's life):
+    /// it hangs up once every copy of the peer's end is closed, i.e. the
+    /// peer dropped the connection or its process died (even by SIGKILL).
+    Socket(OwnedFd),
+    /// Never goes away (waits on our own endpoint).
+    Never,
 }
 
 impl Liveness {
-    pub fn for_pid(pid: u32) -> io::Result<Liveness> {
-        if pid == raw::getpid() {
-            return Ok(Liveness::SameProcess);
-        }
-        match raw::pidfd_open(pid) {
-            Ok(fd) => Ok(Liveness::Pidfd(fd)),
-            Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
-                if raw::pid_alive(pid) {
-                    Ok(Liveness::Pid(pid))
-                } else {
-                    Err(io::Error::from(io::ErrorKind::ConnectionRefused))
-                }
-            }
-            Err(e) => Err(e),
-        }
-    }
     pub fn dead(&self) -> bool {
         match self {
-            Liveness::SameProcess => false,
-            Liveness::Pidfd(fd) => raw::poll_readable(fd, Duration::ZERO),
-            Liveness::Pid(p) => !raw::pid_alive(*p),
+            Liveness::Socket(fd) => raw::hung_up(fd),
+            Liveness::Never => false,
         }
     }
 }
@@ -95,19 +78,12 @@ pub(crate) struct EpParams {
     pub buffer: usize,
     pub min_chunk: u32,
     pub max_conns: u32,
-    pub backlog: u32,
 }
 
 impl EpParams {
     pub fn layout(&self) -> io::Result<Layout> {
         let max = (self.buffer / self.min_chunk.max(1) as usize).min(u32::MAX as usize) as u32;
-        Layout::new(
-            self.max_conns.min(max).max(1),
-            self.backlog,
-            self.buffer,
-            self.min_chunk,
-        )
-        .ok_or_else(|| {
+        Layout::new(self.max_conns.min(max).max(1), self.buffer, self.min_chunk).ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "manycore-sock: bad buffer parameters",
@@ -121,9 +97,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Endpoint {
-    pub fn create(ns: &Namespace, name: &str, kind: u32, p: EpParams) -> io::Result<Arc<Endpoint>> {
+    pub fn create(name: &str, kind: u32, p: EpParams) -> io::Result<Arc<Endpoint>> {
         let layout = p.layout()?;
-        let shm = Shm::create(ns, name, kind, layout)?;
+        let shm = Shm::create(name, kind, layout)?;
         let buddy = BuddyAllocator::new(layout.data_size as u32, layout.min_chunk)
             .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
         Ok(Arc::new(Endpoint {
@@ -310,19 +286,18 @@ impl Endpoint {
 }
 
 /// The process's client endpoint for `ns` (created on first use, dropped with
-/// its last connection).
-pub(crate) fn client_endpoint(ns: &Namespace) -> io::Result<Arc<Endpoint>> {
-    type Reg = Mutex<HashMap<Namespace, Weak<Endpoint>>>;
+/// its last connection) and its sequence number (its name is `c<pid>-<seq>`).
+pub(crate) fn client_endpoint(ns: &Namespace) -> io::Result<(Arc<Endpoint>, u32)> {
+    type Reg = Mutex<HashMap<Namespace, (Weak<Endpoint>, u32)>>;
     static REG: OnceLock<Reg> = OnceLock::new();
     static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let mut reg = lock(REG.get_or_init(Default::default));
-    if let Some(ep) = reg.get(ns).and_then(Weak::upgrade) {
-        return Ok(ep);
+    if let Some((ep, seq)) = reg.get(ns).and_then(|(w, s)| Some((w.upgrade()?, *s))) {
+        return Ok((ep, seq));
     }
     let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let name = format!("c{}-{}", raw::getpid(), seq);
-    let ep = Endpoint::create(ns, &name, KIND_CLIENT, crate::config::client_params())?;
-    ep.shm.header().seq.store(seq, Ordering::Relaxed);
-    reg.insert(ns.clone(), Arc::downgrade(&ep));
-    Ok(ep)
+    let ep = Endpoint::create(&name, KIND_CLIENT, crate::config::client_params())?;
+    reg.insert(ns.clone(), (Arc::downgrade(&ep), seq));
+    Ok((ep, seq))
 }

@@ -1,7 +1,8 @@
 //! Shared-memory layout of an endpoint region (rckSock, Clauss: one buffer
-//! region per endpoint, a small control area for the connect/accept handshake
-//! and synchronisation flags, the rest divided among connections by a buddy
-//! system). See `README.md` beside this file for the picture.
+//! region per endpoint, a small control area of synchronisation flags, the
+//! rest divided among connections by a buddy system; the connect/accept
+//! handshake travels over a Unix socket, see `handshake.rs`). See `README.md`
+//! beside this file for the picture.
 //!
 //! Every struct here consists of atomics only, so a shared reference to one
 //! that another process scribbles on is sound; every value read from one is
@@ -10,16 +11,15 @@
 use manycore_sync::atomic::{AtomicU32, AtomicU64};
 use manycore_sync::SharedEventCount;
 
-/// "mcsock01" as a little-endian u64.
-pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"mcsock01");
-/// Layout version.
-pub(crate) const VERSION: u32 = 1;
+/// "mcsock02" as a little-endian u64.
+pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"mcsock02");
+/// Layout version (2: regions are sealed memfds, the handshake travels over
+/// a Unix socket, no backlog area).
+pub(crate) const VERSION: u32 = 2;
 /// Region kinds.
 pub(crate) const KIND_LISTENER: u32 = 1;
 /// A process's client endpoint (holds the rings of its outgoing connections).
 pub(crate) const KIND_CLIENT: u32 = 2;
-/// Header flag: a listener is accepting connections.
-pub(crate) const HDR_LISTENING: u32 = 1;
 
 /// Alignment (and size) of the header: one page keeps the data page-aligned.
 pub(crate) const PAGE: usize = 4096;
@@ -35,17 +35,13 @@ pub(crate) struct RegionHeader {
     pub magic: AtomicU64,
     pub version: AtomicU32,
     pub kind: AtomicU32,
-    /// The creating process.
+    /// The creating process (informational).
     pub pid: AtomicU32,
     pub nslots: AtomicU32,
-    pub backlog: AtomicU32,
-    pub flags: AtomicU32,
     pub data_off: AtomicU64,
     pub data_size: AtomicU64,
     pub min_chunk: AtomicU32,
-    pub seq: AtomicU32,
-    /// Listener doorbell: a connector rings it after posting a request.
-    pub accept_ec: SharedEventCount,
+    pub _pad: AtomicU32,
 }
 #[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<RegionHeader>() == 128);
@@ -104,46 +100,12 @@ pub(crate) struct ConnSlot {
 #[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<ConnSlot>() == 256);
 
-/// Backlog slot states.
-pub(crate) const BL_FREE: u32 = 0;
-pub(crate) const BL_CLAIMED: u32 = 1;
-pub(crate) const BL_REQUEST: u32 = 2;
-pub(crate) const BL_ACCEPTING: u32 = 3;
-pub(crate) const BL_REPLIED: u32 = 4;
-pub(crate) const BL_REFUSED: u32 = 5;
-/// Refused because the request failed validation (connector: `InvalidData`).
-pub(crate) const BL_INVALID: u32 = 6;
-
-/// One entry of a listener's control ring (Figure 4's request and reply).
-#[repr(C, align(128))]
-#[derive(Debug)]
-pub(crate) struct BacklogSlot {
-    /// `BL_*`; transitions documented in `README.md`.
-    pub state: AtomicU32,
-    pub client_pid: AtomicU32,
-    /// The connector sleeps here waiting for the reply.
-    pub ec: SharedEventCount,
-    pub client_seq: AtomicU32,
-    pub client_slot: AtomicU32,
-    pub client_off: AtomicU32,
-    pub client_size: AtomicU32,
-    pub nonce: AtomicU64,
-    pub server_slot: AtomicU32,
-    pub server_off: AtomicU32,
-    pub server_size: AtomicU32,
-    pub _pad: AtomicU32,
-}
-#[cfg(not(loom))]
-const _: () = assert!(std::mem::size_of::<BacklogSlot>() == 128);
-
 /// Offsets of the parts of a region, computed from its parameters (never
 /// read from shared memory).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Layout {
     pub nslots: u32,
-    pub backlog: u32,
     pub slots_off: usize,
-    pub backlog_off: usize,
     pub data_off: usize,
     pub data_size: usize,
     pub min_chunk: u32,
@@ -154,15 +116,15 @@ pub(crate) struct Layout {
 pub(crate) const MAX_DATA: usize = 1 << 30;
 /// Most connection slots per region.
 pub(crate) const MAX_SLOTS: u32 = 1 << 16;
-/// Most backlog slots.
-pub(crate) const MAX_BACKLOG: u32 = 1024;
+/// Upper bound of any valid region's size.
+pub(crate) const MAX_TOTAL: usize =
+    PAGE + MAX_SLOTS as usize * std::mem::size_of::<ConnSlot>() + MAX_DATA;
 
 impl Layout {
     /// The layout for these parameters, or None if they are out of range.
-    pub fn new(nslots: u32, backlog: u32, data_size: usize, min_chunk: u32) -> Option<Layout> {
+    pub fn new(nslots: u32, data_size: usize, min_chunk: u32) -> Option<Layout> {
         if nslots == 0
             || nslots > MAX_SLOTS
-            || backlog > MAX_BACKLOG
             || !data_size.is_power_of_two()
             || data_size > MAX_DATA
             || !min_chunk.is_power_of_two()
@@ -172,15 +134,12 @@ impl Layout {
             return None;
         }
         let slots_off = std::mem::size_of::<RegionHeader>();
-        let backlog_off = slots_off + nslots as usize * std::mem::size_of::<ConnSlot>();
-        let end = backlog_off + backlog as usize * std::mem::size_of::<BacklogSlot>();
+        let end = slots_off + nslots as usize * std::mem::size_of::<ConnSlot>();
         let data_off = end.div_ceil(PAGE) * PAGE;
         let total = data_off + data_size;
         Some(Layout {
             nslots,
-            backlog,
             slots_off,
-            backlog_off,
             data_off,
             data_size,
             min_chunk,
@@ -192,11 +151,6 @@ impl Layout {
         (i < self.nslots).then(|| self.slots_off + i as usize * std::mem::size_of::<ConnSlot>())
     }
 
-    pub fn backlog_slot_off(&self, i: u32) -> Option<usize> {
-        (i < self.backlog)
-            .then(|| self.backlog_off + i as usize * std::mem::size_of::<BacklogSlot>())
-    }
-
     /// True if `(off, size)` names a block a buddy allocator over this data
     /// area could hand out.
     pub fn valid_block(&self, off: u32, size: u32) -> bool {
@@ -204,6 +158,12 @@ impl Layout {
             && size as usize >= 2 * FRAG_HDR
             && off % size == 0
             && (off as u64 + size as u64) <= self.data_size as u64
+    }
+
+    /// True if `(slot, off, size)`, as a peer announced it in the handshake,
+    /// names a connection slot and a block of this region.
+    pub fn valid_ring(&self, slot: u32, off: u32, size: u32) -> bool {
+        slot < self.nslots && self.valid_block(off, size)
     }
 
     /// The largest chunk a ring based at `off` could legally grow to.

@@ -12,33 +12,35 @@
 //! * each direction of a connection is a ring of fragments in its *sender's*
 //!   region; every fragment header carries the sender's current chunk size, so
 //!   a split or merge needs no extra message (section 3.5);
-//! * connections are set up by a two-way handshake through a small control
-//!   ring in the listener's region (section 3.2, Figure 4);
+//! * connections are set up by a two-way handshake (section 3.2, Figure 4)
+//!   over a Unix socket that also carries the regions' descriptors;
 //! * waiting spins for a bounded budget and then sleeps on a process-shared
 //!   futex doorbell, woken only if it announced itself ([`WaitMode`]);
-//! * a dead peer (even SIGKILLed) is noticed through a pidfd within ~20 ms:
+//! * a dead peer (even SIGKILLed) is noticed within ~20 ms through the
+//!   connection's Unix socket, which hangs up:
 //!   reads return the remaining data and then `ConnectionReset` (or EOF if it
 //!   had closed), writes return `BrokenPipe`;
+//! * every region is a memfd sealed against resizing, and a peer's region is
+//!   mapped only after its seals are checked, so no peer can make a mapping
+//!   fault (SIGBUS) by shrinking it;
 //! * everything read from shared memory is copied once, validated against
 //!   private bookkeeping, and only then used: a hostile peer causes
 //!   `InvalidData`, never a panic or an out-of-bounds access.
 //!
-//! Addresses name a [`Namespace`] (a directory of shared-memory files, by
-//! default `/dev/shm/manycore-<uid>/`, or a private memfd namespace for one
-//! process) and a port. The shared-memory layout and the wait protocol are
-//! described in `src/README.md`.
-//!
-//! Known limit: a peer that *truncates* a region file in a directory namespace
-//! makes the other side's next access fault (SIGBUS); private namespaces use
-//! sealed memfds and are immune.
+//! Addresses name a [`Namespace`] (a directory of rendezvous sockets, by
+//! default `/dev/shm/manycore-<uid>/`, or a private namespace for one
+//! process) and a port. The shared-memory layout, the handshake and the wait
+//! protocol are described in `src/README.md`.
 //!
 //! # Tests
 //!
 //! `tests/` holds `smoke`, `cross_process` (the test binary re-executes itself
 //! as the peer, including SIGKILL of either side), `hostile` (a peer process
-//! scribbles random bytes over all shared files; it runs
+//! scribbles random bytes over every region it can reach, tries to shrink
+//! and unseal them, and forges handshakes; it runs
 //! `MANYCORE_SOCK_HOSTILE_SECS` seconds, default 2, 10 for the acceptance
-//! run), `cycles` (10,000 connect/close cycles, no leaks), `permissions`,
+//! run), `backlog` (a connector killed mid-handshake costs no backlog room),
+//! `cycles` (10,000 connect/close cycles, no leaks), `permissions`,
 //! `buddy_prop` (proptest) and `loom_ring`
 //! (`RUSTFLAGS="--cfg loom" cargo test -p manycore-sock --release --test loom_ring`).
 //!
@@ -74,12 +76,16 @@ mod buddy;
 mod config;
 #[cfg(not(loom))]
 mod endpoint;
+#[cfg(not(loom))]
+mod handshake;
 mod layout;
 #[cfg(not(loom))]
 mod listener;
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_model;
+#[cfg(not(loom))]
+mod namespace;
 #[cfg(not(loom))]
 mod raw;
 #[cfg(not(loom))]
@@ -94,6 +100,6 @@ pub use config::{set_client_config, Config, WaitMode};
 #[cfg(not(loom))]
 pub use listener::{Incoming, Listener};
 #[cfg(not(loom))]
-pub use region::{Namespace, SockAddr};
+pub use namespace::{Namespace, SockAddr};
 #[cfg(not(loom))]
 pub use stream::{PeerAddr, Stream};

@@ -74,7 +74,7 @@ pub struct Reader {
 
 /// A ring over `data_size` bytes (a power of two >= 16) starting with chunk `chunk`.
 pub fn pair(data_size: usize, chunk: u32) -> (Writer, Reader) {
-    let layout = Layout::new(1, 0, data_size, 16).expect("model layout");
+    let layout = Layout::new(1, data_size, 16).expect("model layout");
     let slot = ConnSlot {
         prod: ProducerLine {
             head: AtomicU64::new(0),

@@ -1,11 +1,13 @@
 //! All `unsafe` of manycore-sock: shared mappings, typed views into them,
-//! byte copies in and out, and the Linux calls (memfd, pidfd, poll) that the
-//! rckSock emulation needs on a process-shared Linux machine.
+//! byte copies in and out, and the Linux calls (sealed memfds, Unix sockets
+//! with descriptor passing, poll) that the rckSock emulation needs on a
+//! process-shared Linux machine.
 
-use crate::layout::{BacklogSlot, ConnSlot, RegionHeader};
+use crate::layout::{ConnSlot, RegionHeader};
 use manycore_sync::atomic::AtomicU64;
 use std::ffi::CString;
 use std::io;
+use std::os::fd::BorrowedFd;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::ptr::NonNull;
@@ -18,13 +20,11 @@ use std::time::Duration;
 /// The implementor must be `#[repr(C)]`, contain only atomics, and accept
 /// every bit pattern as a valid value.
 pub(crate) unsafe trait ShmSafe {}
-// SAFETY: all four are repr(C) structs of AtomicU32/AtomicU64/SharedEventCount
+// SAFETY: both are repr(C) structs of AtomicU32/AtomicU64/SharedEventCount
 // (itself repr(C) of two AtomicU32, documented as valid for all bit patterns).
 unsafe impl ShmSafe for RegionHeader {}
 // SAFETY: see above.
 unsafe impl ShmSafe for ConnSlot {}
-// SAFETY: see above.
-unsafe impl ShmSafe for BacklogSlot {}
 // SAFETY: a single atomic word.
 unsafe impl ShmSafe for AtomicU64 {}
 
@@ -151,7 +151,12 @@ fn cpath(p: &Path) -> io::Result<CString> {
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))
 }
 
-/// A sealed-size anonymous memory file of `len` bytes (private namespace).
+/// The seals every region must carry: nobody, its creator included, can
+/// change its size (a shrunk shared mapping faults with SIGBUS) or the seals.
+pub(crate) const REGION_SEALS: libc::c_int =
+    libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+
+/// A sealed-size anonymous memory file of `len` bytes ([`REGION_SEALS`]).
 pub(crate) fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
     let n = CString::new(name).unwrap_or_default();
     // SAFETY: n is a valid NUL-terminated string for the call.
@@ -162,47 +167,25 @@ pub(crate) fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     set_len(&fd, len)?;
     // SAFETY: fcntl on a valid descriptor with integer argument.
-    cvt(unsafe {
-        libc::fcntl(
-            fd.as_raw_fd(),
-            libc::F_ADD_SEALS,
-            libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL,
-        )
-    })?;
+    cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, REGION_SEALS) })?;
     Ok(fd)
 }
 
-/// Creates `path` with O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600.
-pub(crate) fn create_excl(path: &Path) -> io::Result<OwnedFd> {
-    let c = cpath(path)?;
-    // SAFETY: c is a valid C string; the mode is passed as the variadic arg.
-    let fd = cvt(unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            0o600 as libc::c_uint,
-        )
-    })?;
-    // SAFETY: fd was just returned by open and is owned by nobody else.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // fchmod in case a umask narrowed or the fs widened it.
-    // SAFETY: valid descriptor.
-    cvt(unsafe { libc::fchmod(fd.as_raw_fd(), 0o600) })?;
-    Ok(fd)
+/// The seals of a memory file (`EINVAL` for files that cannot be sealed).
+pub(crate) fn seals(fd: BorrowedFd<'_>) -> io::Result<libc::c_int> {
+    // SAFETY: fcntl on a valid descriptor, no argument.
+    cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GET_SEALS) })
 }
 
-/// Opens an existing `path` read-write, refusing symlinks.
-pub(crate) fn open_rw(path: &Path) -> io::Result<OwnedFd> {
-    let c = cpath(path)?;
-    // SAFETY: c is a valid C string.
-    let fd = cvt(unsafe {
-        libc::open(
-            c.as_ptr(),
-            libc::O_RDWR | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    })?;
-    // SAFETY: fd was just returned by open and is owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+/// The filesystem magic of an open file (`TMPFS_MAGIC` for a plain memfd,
+/// `HUGETLBFS_MAGIC` for a huge-page one).
+pub(crate) fn fs_type(fd: BorrowedFd<'_>) -> io::Result<i64> {
+    // SAFETY: an all-zero statfs is a valid value to be overwritten.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: valid descriptor and a valid out pointer.
+    cvt(unsafe { libc::fstatfs(fd.as_raw_fd(), &mut st) })?;
+    #[allow(clippy::unnecessary_cast)]
+    Ok(st.f_type as i64)
 }
 
 /// Sets the file length.
@@ -212,7 +195,7 @@ pub(crate) fn set_len(fd: &OwnedFd, len: usize) -> io::Result<()> {
 }
 
 /// (owner uid, size, mode, is regular file) of an open descriptor.
-pub(crate) fn fstat(fd: &OwnedFd) -> io::Result<(u32, u64, u32, bool)> {
+pub(crate) fn fstat(fd: BorrowedFd<'_>) -> io::Result<(u32, u64, u32, bool)> {
     // SAFETY: an all-zero stat is a valid value to be overwritten.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: valid descriptor and a valid out pointer.
@@ -241,34 +224,6 @@ pub(crate) fn pid_alive(pid: u32) -> bool {
     r == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// A pidfd for `pid` (Linux 5.3+), which polls readable once it exits.
-pub(crate) fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
-    if pid == 0 || pid > i32::MAX as u32 {
-        return Err(io::Error::from(io::ErrorKind::InvalidData));
-    }
-    // SAFETY: the raw syscall takes (pid, flags) and returns an fd or -1.
-    let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0 as libc::c_uint) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the kernel returned a fresh descriptor owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(r as libc::c_int) })
-}
-
-/// Waits up to `timeout` for `fd` to become readable (a pidfd: the process
-/// exited). Returns true if readable.
-pub(crate) fn poll_readable(fd: &OwnedFd, timeout: Duration) -> bool {
-    let mut p = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    let ms = timeout.as_millis().min(i32::MAX as u128) as libc::c_int;
-    // SAFETY: one valid pollfd.
-    let r = unsafe { libc::poll(&mut p, 1, ms) };
-    r > 0 && p.revents != 0
-}
-
 /// Our process id.
 pub(crate) fn getpid() -> u32 {
     std::process::id()
@@ -283,4 +238,332 @@ pub(crate) fn current_cpu() -> u32 {
     } else {
         c as u32
     }
+}
+
+/// A Unix socket address: a path or a Linux abstract name.
+pub(crate) struct UnixAddr {
+    sa: libc::sockaddr_un,
+    len: libc::socklen_t,
+}
+
+impl UnixAddr {
+    fn from_bytes(lead_nul: bool, name: &[u8]) -> io::Result<UnixAddr> {
+        // SAFETY: sockaddr_un is plain old data; all-zero is a valid value.
+        let mut sa: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+        sa.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        let start = lead_nul as usize;
+        // A path keeps a terminating NUL; an abstract name is counted exactly.
+        if name.is_empty() || name.contains(&0) || start + name.len() >= sa.sun_path.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "manycore-sock: socket name too long or malformed",
+            ));
+        }
+        for (d, &b) in sa.sun_path[start..].iter_mut().zip(name) {
+            *d = b as libc::c_char;
+        }
+        let base = std::mem::size_of::<libc::sa_family_t>();
+        let len = base + start + name.len() + (!lead_nul) as usize;
+        Ok(UnixAddr {
+            sa,
+            len: len as libc::socklen_t,
+        })
+    }
+    /// A filesystem path.
+    pub fn path(p: &Path) -> io::Result<UnixAddr> {
+        use std::os::unix::ffi::OsStrExt;
+        Self::from_bytes(false, p.as_os_str().as_bytes())
+    }
+    /// An abstract name (no file; gone with the socket).
+    pub fn abstract_name(name: &str) -> io::Result<UnixAddr> {
+        Self::from_bytes(true, name.as_bytes())
+    }
+    fn ptr(&self) -> *const libc::sockaddr {
+        (&self.sa as *const libc::sockaddr_un).cast()
+    }
+}
+
+/// A non-blocking, close-on-exec `SOCK_SEQPACKET` Unix socket whose file
+/// (if bound to a path) will have mode 0600.
+pub(crate) fn seqpacket() -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) call.
+    let fd = cvt(unsafe {
+        libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            0,
+        )
+    })?;
+    // SAFETY: fd was just returned by socket and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // Linux creates a bound socket's file with the socket inode's mode (less
+    // the umask), so the file is never more open than this.
+    // SAFETY: valid descriptor.
+    cvt(unsafe { libc::fchmod(fd.as_raw_fd(), 0o600) })?;
+    Ok(fd)
+}
+
+/// bind(2).
+pub(crate) fn bind(fd: &OwnedFd, a: &UnixAddr) -> io::Result<()> {
+    // SAFETY: a valid descriptor and an address of the length given.
+    cvt(unsafe { libc::bind(fd.as_raw_fd(), a.ptr(), a.len) }).map(drop)
+}
+
+/// listen(2) with room for exactly `pending` unaccepted connections (Linux
+/// refuses a connection only when the queue holds more than the backlog).
+pub(crate) fn listen(fd: &OwnedFd, pending: u32) -> io::Result<()> {
+    let backlog = pending.saturating_sub(1).min(i32::MAX as u32) as libc::c_int;
+    // SAFETY: valid descriptor.
+    cvt(unsafe { libc::listen(fd.as_raw_fd(), backlog) }).map(drop)
+}
+
+/// connect(2) on a non-blocking socket: `WouldBlock` if the listener's queue
+/// is full.
+pub(crate) fn connect(fd: &OwnedFd, a: &UnixAddr) -> io::Result<()> {
+    // SAFETY: a valid descriptor and an address of the length given.
+    cvt(unsafe { libc::connect(fd.as_raw_fd(), a.ptr(), a.len) }).map(drop)
+}
+
+/// accept4(2): a non-blocking, close-on-exec connection, or None if none waits.
+pub(crate) fn accept(fd: &OwnedFd) -> io::Result<Option<OwnedFd>> {
+    loop {
+        // SAFETY: valid descriptor; null address pointers are allowed.
+        let r = unsafe {
+            libc::accept4(
+                fd.as_raw_fd(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            )
+        };
+        if r >= 0 {
+            // SAFETY: a fresh descriptor owned by nobody else.
+            return Ok(Some(unsafe { OwnedFd::from_raw_fd(r) }));
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EAGAIN) => return Ok(None),
+            // The connection died in the queue, or a signal: try the next one.
+            Some(libc::ECONNABORTED) | Some(libc::EINTR) => continue,
+            _ => return Err(e),
+        }
+    }
+}
+
+/// Room for a few descriptors: a peer that sends more than one is refused,
+/// and the kernel closes whatever does not fit.
+const CMSG_WORDS: usize = 16;
+
+/// Sends one message, passing `pass` along (SCM_RIGHTS). Never raises
+/// SIGPIPE (`BrokenPipe` instead) and never blocks (`WouldBlock`).
+pub(crate) fn send_msg(fd: &OwnedFd, data: &[u8], pass: Option<BorrowedFd<'_>>) -> io::Result<()> {
+    let mut iov = libc::iovec {
+        iov_base: data.as_ptr() as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    let mut cbuf = [0u64; CMSG_WORDS];
+    // SAFETY: an all-zero msghdr is valid (no name, no control).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    if let Some(pfd) = pass {
+        let int = std::mem::size_of::<libc::c_int>() as libc::c_uint;
+        // SAFETY: CMSG_SPACE only computes a size.
+        let space = unsafe { libc::CMSG_SPACE(int) } as usize;
+        msg.msg_control = cbuf.as_mut_ptr().cast();
+        msg.msg_controllen = space as _;
+        // SAFETY: msg_control points to `space` <= sizeof(cbuf) bytes, 8-byte
+        // aligned, so CMSG_FIRSTHDR is non-null and its header and one int of
+        // data lie inside cbuf.
+        unsafe {
+            let c = libc::CMSG_FIRSTHDR(&msg);
+            (*c).cmsg_level = libc::SOL_SOCKET;
+            (*c).cmsg_type = libc::SCM_RIGHTS;
+            (*c).cmsg_len = libc::CMSG_LEN(int) as _;
+            std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<libc::c_int>(), pfd.as_raw_fd());
+        }
+    }
+    loop {
+        // SAFETY: msg points to live buffers (iov -> data, control -> cbuf).
+        let r = unsafe {
+            libc::sendmsg(
+                fd.as_raw_fd(),
+                &msg,
+                libc::MSG_NOSIGNAL | libc::MSG_DONTWAIT,
+            )
+        };
+        if r >= 0 {
+            return if r as usize == data.len() {
+                Ok(())
+            } else {
+                Err(io::Error::from(io::ErrorKind::WriteZero))
+            };
+        }
+        let e = io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EINTR) {
+            return Err(e);
+        }
+    }
+}
+
+/// One received message.
+#[derive(Debug)]
+pub(crate) struct Received {
+    /// Bytes received (0: the peer closed or shut down).
+    pub len: usize,
+    /// Descriptors that came with it (close-on-exec).
+    pub fds: Vec<OwnedFd>,
+    /// The message or its descriptors did not fit.
+    pub truncated: bool,
+}
+
+/// Receives one message without blocking (None if none is there).
+pub(crate) fn recv_msg(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<Option<Received>> {
+    let mut iov = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let mut cbuf = [0u64; CMSG_WORDS];
+    // SAFETY: an all-zero msghdr is valid.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
+    let n = loop {
+        // SAFETY: msg points to live buffers of the lengths given.
+        let r = unsafe {
+            libc::recvmsg(
+                fd.as_raw_fd(),
+                &mut msg,
+                libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
+            )
+        };
+        if r >= 0 {
+            break r as usize;
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            Some(libc::EAGAIN) => return Ok(None),
+            _ => return Err(e),
+        }
+    };
+    let mut fds = Vec::new();
+    // SAFETY: the kernel filled msg_control with msg_controllen bytes of
+    // well-formed cmsg headers; CMSG_FIRSTHDR/NXTHDR stay inside them, and
+    // each SCM_RIGHTS payload holds (cmsg_len - CMSG_LEN(0)) / 4 descriptors
+    // that were installed for us (so we own them).
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(&msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_RIGHTS {
+                let data = libc::CMSG_DATA(c).cast::<libc::c_int>();
+                let bytes = ((*c).cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
+                for i in 0..bytes / std::mem::size_of::<libc::c_int>() {
+                    let raw = std::ptr::read_unaligned(data.add(i));
+                    if raw >= 0 {
+                        fds.push(OwnedFd::from_raw_fd(raw));
+                    }
+                }
+            }
+            c = libc::CMSG_NXTHDR(&msg, c);
+        }
+    }
+    Ok(Some(Received {
+        len: n,
+        fds,
+        truncated: msg.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) != 0,
+    }))
+}
+
+/// The (pid, uid) the kernel recorded for the other end of a connected Unix
+/// socket (at connect(2), or at listen(2) for the listener's side).
+pub(crate) fn peer_cred(fd: &OwnedFd) -> io::Result<(u32, u32)> {
+    let mut c = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: a valid descriptor and an out buffer of the length given.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut c as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    })?;
+    Ok((c.pid.max(0) as u32, c.uid))
+}
+
+/// shutdown(SHUT_RD): from now on the peer's sends fail with EPIPE.
+pub(crate) fn shutdown_read(fd: &OwnedFd) -> io::Result<()> {
+    // SAFETY: valid descriptor.
+    cvt(unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_RD) }).map(drop)
+}
+
+/// Waits up to `timeout` (None: forever) until one of `fds` is readable or
+/// hung up. Returns how many are ready (0 on timeout or a signal).
+pub(crate) fn poll_in(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> usize {
+    let mut p: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|f| libc::pollfd {
+            fd: f.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = match timeout {
+        None => -1,
+        // Round up: a sub-millisecond wait must not become a busy loop.
+        Some(t) => t.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int,
+    };
+    // SAFETY: p is a valid array of p.len() pollfds.
+    let r = unsafe { libc::poll(p.as_mut_ptr(), p.len() as libc::nfds_t, ms) };
+    r.max(0) as usize
+}
+
+/// True once the other end of a connected socket is closed (every copy of
+/// it: the peer endpoint was dropped or its process died).
+pub(crate) fn hung_up(fd: &OwnedFd) -> bool {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: 0,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    let r = unsafe { libc::poll(&mut p, 1, 0) };
+    r > 0 && p.revents & (libc::POLLHUP | libc::POLLERR) != 0
+}
+
+/// Atomically swaps two names of one directory (renameat2 RENAME_EXCHANGE).
+pub(crate) fn exchange(a: &Path, b: &Path) -> io::Result<()> {
+    let (ca, cb) = (cpath(a)?, cpath(b)?);
+    // SAFETY: two valid C strings relative to the current directory.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            libc::AT_FDCWD,
+            ca.as_ptr(),
+            libc::AT_FDCWD,
+            cb.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// 64 random bits from the kernel.
+pub(crate) fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    // SAFETY: b is a valid 8-byte buffer; short reads leave zeros.
+    let _ = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    u64::from_le_bytes(b) ^ (std::process::id() as u64) << 32
 }

@@ -5,7 +5,8 @@
 use crate::config::WaitMode;
 use crate::endpoint::{Endpoint, Liveness, TxSlot};
 use crate::layout::FLAG_CLOSED;
-use crate::region::{Namespace, Shm};
+use crate::namespace::Namespace;
+use crate::region::Shm;
 use crate::ring::{self, RingRef, RxState};
 use manycore_sync::atomic::Ordering;
 use manycore_sync::{SharedEventCount, SpinBudget};
@@ -26,10 +27,10 @@ const SPIN_SLICE: Duration = Duration::from_millis(10);
 pub struct PeerAddr {
     /// The namespace both ends live in.
     pub namespace: Namespace,
-    /// The peer's process id (as it reported it).
+    /// The peer's process id (as the kernel reported it for the connection).
     pub pid: u32,
-    /// The peer's endpoint name in the namespace (`p<port>` for a listener,
-    /// `c<pid>-<n>` for a client endpoint).
+    /// The peer's endpoint name (`p<port>` for a listener, `c<pid>-<n>` for
+    /// a client endpoint).
     pub endpoint: String,
 }
 
@@ -191,7 +192,53 @@ pub(crate) struct Conn {
 /// How often a writer that never has to wait probes the peer's liveness.
 const PROBE_EVERY: Duration = Duration::from_millis(20);
 
+/// The ring a new connection reads: in the peer's region, as the handshake
+/// announced it (validated against the region's layout by the caller).
+pub(crate) struct RxRing {
+    pub idx: u32,
+    pub base: u32,
+    pub chunk: u32,
+}
+
 impl Conn {
+    /// A connected stream: our sending ring `tx` in `ep`, the ring `rx` in
+    /// the peer's region `peer`, and the connection's socket `live`.
+    pub(crate) fn stream(
+        ep: Arc<Endpoint>,
+        tx: Arc<TxSlot>,
+        peer: Arc<Shm>,
+        rx: RxRing,
+        live: Liveness,
+        peer_addr: PeerAddr,
+        mode: WaitMode,
+    ) -> Stream {
+        let live = Arc::new(live);
+        let _ = tx.live.set(live.clone());
+        let conn = Conn {
+            ep,
+            tx,
+            peer,
+            rx_idx: rx.idx,
+            rx_base: rx.base,
+            rx: Mutex::new(RxState {
+                chunk: rx.chunk,
+                ..RxState::default()
+            }),
+            live,
+            peer_addr,
+            mode: Mutex::new(mode),
+            read_timeout: Mutex::new(None),
+            write_timeout: Mutex::new(None),
+            nonblocking: AtomicBool::new(false),
+            shut: AtomicU8::new(0),
+            dead: AtomicBool::new(false),
+            last_check: Mutex::new(Instant::now()),
+            rx_spin: std::sync::atomic::AtomicU32::new(u32::MAX),
+            tx_spin: std::sync::atomic::AtomicU32::new(u32::MAX),
+        };
+        Stream { c: Arc::new(conn) }
+    }
+
     /// Tells the peer which CPU we run on (its spin hint).
     fn publish_cpu(&self) {
         if let Some(s) = self.ep.shm.slot(self.tx.idx) {
@@ -386,8 +433,7 @@ impl Conn {
                 return Ok(());
             };
             let ec = &br.slot.cons.space_ec;
-            let never = Liveness::SameProcess;
-            let w = wait_on(mode, deadline, ec, &never, None, || {
+            let w = wait_on(mode, deadline, ec, &Liveness::Never, None, || {
                 self.ep.try_apply(&b);
                 Ok(self.ep.blocker(&self.tx).is_none())
             })?;
@@ -451,12 +497,12 @@ impl fmt::Debug for Stream {
 impl Stream {
     /// Connects to a listener (waits until it accepts, refuses, or dies).
     pub fn connect(addr: &crate::SockAddr) -> io::Result<Stream> {
-        crate::listener::connect(addr, None)
+        crate::handshake::connect(addr, None)
     }
 
     /// Connects, giving up with `TimedOut` after `timeout`.
     pub fn connect_timeout(addr: &crate::SockAddr, timeout: Duration) -> io::Result<Stream> {
-        crate::listener::connect(addr, Some(timeout))
+        crate::handshake::connect(addr, Some(timeout))
     }
 
     /// The peer's address.

@@ -1,10 +1,13 @@
-//! Shared-memory files: O_EXCL, mode 0600 in a 0700 directory; names taken by
-//! a stranger or a live process are refused; unsafe directories are refused.
+//! Namespace files: the only file is a listener's rendezvous socket `p<port>`
+//! (mode 0600, in a 0700 directory; region memory is sealed memfds and has
+//! no name). A name taken by a stranger, a live listener or a non-socket is
+//! refused; a dead listener's socket is replaced; unsafe directories are
+//! refused.
 mod common;
 use common::*;
 use manycore_sock::{Listener, Stream};
 use std::io::ErrorKind;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 
 #[test]
 fn files_are_private() {
@@ -16,14 +19,16 @@ fn files_are_private() {
     let _c = t.join().unwrap();
     let dmode = std::fs::metadata(&ns.dir).unwrap().mode() & 0o777;
     assert_eq!(dmode, 0o700);
-    let mut n = 0;
-    for e in std::fs::read_dir(&ns.dir).unwrap().flatten() {
-        let m = e.metadata().unwrap();
-        assert_eq!(m.mode() & 0o777, 0o600, "{:?}", e.file_name());
-        assert_eq!(m.uid(), unsafe_free_uid());
-        n += 1;
-    }
-    assert_eq!(n, 2, "one listener file and one client endpoint file");
+    let names: Vec<_> = std::fs::read_dir(&ns.dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(names, ["p1"], "only the rendezvous socket has a name");
+    let m = std::fs::symlink_metadata(ns.dir.join("p1")).unwrap();
+    assert!(m.file_type().is_socket());
+    assert_eq!(m.mode() & 0o777, 0o600);
+    assert_eq!(m.uid(), unsafe_free_uid());
     drop(l);
     assert!(
         !ns.dir.join("p1").exists(),
@@ -67,4 +72,45 @@ fn open_directory_is_refused() {
         Listener::bind(&ns.ns.addr(1)).unwrap_err().kind(),
         ErrorKind::PermissionDenied
     );
+}
+
+#[test]
+fn live_names_are_exclusive_and_dead_ones_replaced() {
+    let ns = TestNs::new();
+    let l = Listener::bind(&ns.ns.addr(4)).unwrap();
+    assert_eq!(
+        Listener::bind(&ns.ns.addr(4)).unwrap_err().kind(),
+        ErrorKind::AddrInUse
+    );
+    drop(l);
+    // A socket file nobody listens on any more (std does not unlink it).
+    drop(std::os::unix::net::UnixListener::bind(ns.dir.join("p5")).unwrap());
+    assert_eq!(
+        Stream::connect(&ns.ns.addr(5)).unwrap_err().kind(),
+        ErrorKind::ConnectionRefused
+    );
+    let l5 = Listener::bind(&ns.ns.addr(5)).unwrap();
+    let m = std::fs::symlink_metadata(ns.dir.join("p5")).unwrap();
+    assert_eq!(m.mode() & 0o777, 0o600, "the replacement is ours, 0600");
+    let a = ns.ns.addr(5);
+    let t = std::thread::spawn(move || Stream::connect(&a).map(drop));
+    l5.accept().unwrap();
+    t.join().unwrap().unwrap();
+    // A symlink is never followed nor replaced.
+    std::os::unix::fs::symlink("/dev/null", ns.dir.join("p6")).unwrap();
+    assert_eq!(
+        Listener::bind(&ns.ns.addr(6)).unwrap_err().kind(),
+        ErrorKind::AddrInUse
+    );
+    assert_eq!(
+        Stream::connect(&ns.ns.addr(6)).unwrap_err().kind(),
+        ErrorKind::ConnectionRefused
+    );
+    let left: Vec<_> = std::fs::read_dir(&ns.dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().into_string().unwrap())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(left.is_empty(), "temporary names left: {left:?}");
 }

@@ -80,3 +80,12 @@ pub fn kill9(c: &mut Child) {
     let _ = c.kill();
     let _ = c.wait();
 }
+
+/// Kills (SIGKILL) and reaps the child when dropped, also when a test fails.
+pub struct Guard(pub Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        kill9(&mut self.0);
+    }
+}

@@ -1,0 +1,318 @@
+//! The connect/accept handshake of rckSock (Clauss, Figure 4 and section
+//! 3.2): the connector allocates chunk X in its own region and sends
+//! (slot, offset, size); the acceptor allocates chunk Y in its region and
+//! replies with its (slot, offset, size). A two-way handshake. Here the two
+//! messages travel over the connection's Unix socket and carry the regions'
+//! sealed memfds with them (SCM_RIGHTS); the socket stays open for the
+//! connection's life as its liveness signal. Wire format in `README.md`.
+
+use crate::config::WaitMode;
+use crate::endpoint::{client_endpoint, Endpoint, Liveness, TxSlot};
+use crate::layout::{KIND_CLIENT, KIND_LISTENER};
+use crate::namespace::{Namespace, SockAddr};
+use crate::raw;
+use crate::region::Shm;
+use crate::stream::{Conn, PeerAddr, RxRing, Stream};
+use manycore_sync::atomic::Ordering;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// "MCSQ" (request) and "MCSR" (reply) as little-endian u32.
+const REQ_MAGIC: u32 = u32::from_le_bytes(*b"MCSQ");
+const REP_MAGIC: u32 = u32::from_le_bytes(*b"MCSR");
+/// Wire version (the region layout version).
+const WIRE_VERSION: u32 = crate::layout::VERSION;
+/// Both messages are eight little-endian u32 words.
+const MSG_LEN: usize = 32;
+/// Reply status words.
+const ST_OK: u32 = 0;
+const ST_REFUSED: u32 = 1;
+const ST_INVALID: u32 = 2;
+
+fn encode(w: [u32; 8]) -> [u8; MSG_LEN] {
+    let mut b = [0u8; MSG_LEN];
+    for (c, v) in b.chunks_exact_mut(4).zip(w) {
+        c.copy_from_slice(&v.to_le_bytes());
+    }
+    b
+}
+
+fn decode(b: &[u8]) -> [u32; 8] {
+    let mut w = [0u32; 8];
+    for (v, c) in w.iter_mut().zip(b.chunks_exact(4)) {
+        *v = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+    }
+    w
+}
+
+pub(crate) fn refused(why: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionRefused,
+        format!("manycore-sock: {why}"),
+    )
+}
+
+pub(crate) fn bad(why: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("manycore-sock: invalid handshake ({why})"),
+    )
+}
+
+/// One well-formed message with exactly one descriptor, or None.
+fn message(m: &raw::Received, buf: &[u8], magic: u32) -> Option<[u32; 8]> {
+    let w = decode(buf);
+    (m.len == MSG_LEN && !m.truncated && w[0] == magic && w[1] == WIRE_VERSION).then_some(w)
+}
+
+/// Test hooks, read once from `MANYCORE_SOCK_TEST_HOOK`: `pause=<file>`
+/// makes a connector create `<file>` and stop for 60 s between connecting
+/// and sending its request; `posted=<dir>` makes it create a file in `<dir>`
+/// once its request is sent. Used by `tests/backlog.rs`.
+enum Hook {
+    Pause(PathBuf),
+    Posted(PathBuf),
+}
+
+fn hook() -> Option<&'static Hook> {
+    static H: OnceLock<Option<Hook>> = OnceLock::new();
+    H.get_or_init(|| {
+        let v = std::env::var("MANYCORE_SOCK_TEST_HOOK").ok()?;
+        let (k, p) = v.split_once('=')?;
+        match k {
+            "pause" => Some(Hook::Pause(p.into())),
+            "posted" => Some(Hook::Posted(p.into())),
+            _ => None,
+        }
+    })
+    .as_ref()
+}
+
+/// The connector's half of the handshake.
+pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<Stream> {
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let ns: &Namespace = addr.namespace();
+    let (sock, lpid) = ns.connect(addr.port())?;
+    let (ep, seq) = client_endpoint(ns)?;
+    let tx = ep.alloc()?;
+    if let Some(Hook::Pause(f)) = hook() {
+        let _ = std::fs::write(f, b"paused");
+        std::thread::sleep(Duration::from_secs(60));
+    }
+    let req = encode([
+        REQ_MAGIC,
+        WIRE_VERSION,
+        tx.idx,
+        tx.base,
+        tx.alloc.load(Ordering::Relaxed),
+        seq,
+        0,
+        0,
+    ]);
+    if let Err(e) = raw::send_msg(&sock, &req, ep.shm.fd()) {
+        ep.free_now(&tx);
+        return Err(match e.kind() {
+            io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset => {
+                refused("listener is gone")
+            }
+            _ => e,
+        });
+    }
+    if let Some(Hook::Posted(d)) = hook() {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let _ = std::fs::write(d.join(format!("{}.{n}", raw::getpid())), b"posted");
+    }
+    let mut buf = [0u8; MSG_LEN + 8];
+    let reply = loop {
+        match raw::recv_msg(&sock, &mut buf) {
+            Ok(Some(m)) => break m,
+            Ok(None) => {}
+            Err(e) => {
+                ep.free_now(&tx);
+                return Err(match e.kind() {
+                    io::ErrorKind::ConnectionReset => refused("listener is gone"),
+                    _ => e,
+                });
+            }
+        }
+        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+        if left == Some(Duration::ZERO) {
+            // Withdraw. After SHUT_RD the listener can no longer send its
+            // reply (EPIPE), so either the reply is queued already (the
+            // connection exists: take it) or the listener will not commit.
+            let _ = raw::shutdown_read(&sock);
+            match raw::recv_msg(&sock, &mut buf) {
+                Ok(Some(m)) if m.len > 0 => break m,
+                _ => {
+                    ep.free_now(&tx);
+                    return Err(io::Error::from(io::ErrorKind::TimedOut));
+                }
+            }
+        }
+        raw::poll_in(&[sock.as_fd()], left);
+    };
+    if reply.len == 0 {
+        // Closed without a reply: the listener went away (or dropped us).
+        ep.free_now(&tx);
+        return Err(refused("listener is gone"));
+    }
+    let w = message(&reply, &buf, REP_MAGIC);
+    let live = Liveness::Socket(sock);
+    let (status, sslot, soff, ssize) = match w {
+        Some(w) => (w[2], w[3], w[4], w[5]),
+        None => return abandon(&ep, tx, live, bad("reply")),
+    };
+    match status {
+        ST_OK => {}
+        // Not committed by the listener: our ring was never used.
+        ST_REFUSED => {
+            ep.free_now(&tx);
+            return Err(refused("refused by the listener"));
+        }
+        ST_INVALID => {
+            ep.free_now(&tx);
+            return Err(bad("the listener found our request invalid"));
+        }
+        _ => return abandon(&ep, tx, live, bad("reply status")),
+    }
+    let mut fds = reply.fds;
+    let lname = format!("p{}", addr.port());
+    let lshm = match (fds.pop(), fds.is_empty()) {
+        (Some(fd), true) => match Shm::from_fd(fd, KIND_LISTENER, lname.clone()) {
+            Ok(s) => s,
+            Err(e) => return abandon(&ep, tx, live, e),
+        },
+        _ => return abandon(&ep, tx, live, bad("descriptors")),
+    };
+    if !lshm.layout.valid_ring(sslot, soff, ssize) {
+        return abandon(&ep, tx, live, bad("reply ring"));
+    }
+    let paddr = PeerAddr {
+        namespace: ns.clone(),
+        pid: lpid,
+        endpoint: lname,
+    };
+    let rx = RxRing {
+        idx: sslot,
+        base: soff,
+        chunk: ssize,
+    };
+    Ok(Conn::stream(
+        ep,
+        tx,
+        lshm,
+        rx,
+        live,
+        paddr,
+        WaitMode::default(),
+    ))
+}
+
+/// The listener may have committed to a connection we cannot use: our ring
+/// stays allocated (closed) until it lets go of it or hangs up.
+fn abandon<T>(ep: &Endpoint, tx: Arc<TxSlot>, live: Liveness, e: io::Error) -> io::Result<T> {
+    ep.close_tx(&tx);
+    ep.retire(tx, Arc::new(live));
+    Err(e)
+}
+
+/// What became of one pending connection.
+pub(crate) enum Served {
+    /// Connected.
+    Done(Stream, PeerAddr),
+    /// The connector went away before or during the handshake (nothing to
+    /// report: its queue slot is free again).
+    Gone,
+}
+
+/// The acceptor's half of the handshake, for a connection whose first
+/// message `m` (in `buf`) has arrived. Invalid requests are answered
+/// INVALID and reported as `InvalidData`; a full endpoint as REFUSED.
+pub(crate) fn serve(
+    ep: &Arc<Endpoint>,
+    ns: &Namespace,
+    mode: WaitMode,
+    sock: OwnedFd,
+    m: raw::Received,
+    buf: &[u8],
+) -> io::Result<Served> {
+    if m.len == 0 {
+        return Ok(Served::Gone);
+    }
+    let answer = |status: u32| {
+        let _ = raw::send_msg(
+            &sock,
+            &encode([REP_MAGIC, WIRE_VERSION, status, 0, 0, 0, 0, 0]),
+            None,
+        );
+    };
+    let checked = (|| {
+        let (pid, uid) = raw::peer_cred(&sock)?;
+        if !ns.admits(pid, uid) {
+            return Err(bad("foreign process"));
+        }
+        let w = message(&m, buf, REQ_MAGIC).ok_or_else(|| bad("request"))?;
+        let (cslot, coff, csize, seq) = (w[2], w[3], w[4], w[5]);
+        let mut fds = m.fds;
+        let fd = match (fds.pop(), fds.is_empty()) {
+            (Some(fd), true) => fd,
+            _ => return Err(bad("descriptors")),
+        };
+        let name = format!("c{pid}-{seq}");
+        let peer = Shm::from_fd(fd, KIND_CLIENT, name.clone())?;
+        if !peer.layout.valid_ring(cslot, coff, csize) {
+            return Err(bad("ring"));
+        }
+        let paddr = PeerAddr {
+            namespace: ns.clone(),
+            pid,
+            endpoint: name,
+        };
+        let rx = RxRing {
+            idx: cslot,
+            base: coff,
+            chunk: csize,
+        };
+        Ok((peer, rx, paddr))
+    })();
+    let (peer, rx, paddr) = match checked {
+        Ok(x) => x,
+        Err(e) => {
+            answer(ST_INVALID);
+            return Err(match e.kind() {
+                io::ErrorKind::InvalidData => e,
+                _ => bad(&e.to_string()),
+            });
+        }
+    };
+    let tx = match ep.alloc() {
+        Ok(t) => t,
+        Err(e) => {
+            answer(ST_REFUSED);
+            return Err(e);
+        }
+    };
+    let reply = encode([
+        REP_MAGIC,
+        WIRE_VERSION,
+        ST_OK,
+        tx.idx,
+        tx.base,
+        tx.alloc.load(Ordering::Relaxed),
+        0,
+        0,
+    ]);
+    // The commit point: once the reply is queued the connector takes the
+    // connection; if it withdrew (or died) the send fails and Y was unused.
+    if raw::send_msg(&sock, &reply, ep.shm.fd()).is_err() {
+        ep.free_now(&tx);
+        return Ok(Served::Gone);
+    }
+    let live = Liveness::Socket(sock);
+    let s = Conn::stream(ep.clone(), tx, peer, rx, live, paddr.clone(), mode);
+    Ok(Served::Done(s, paddr))
+}
