@@ -81,3 +81,23 @@ fn context_form_chain() {
         drop(pool);
     });
 }
+
+#[test]
+fn context_form_eager() {
+    // Ticks every other join, so recorded joins between ticks serve demand
+    // eagerly (serve_if_hungry) as well as at ticks.
+    model(|| {
+        manycore_steal::set_max_sequential(2);
+        let pool = ThreadPool::builder().workers(2).build();
+        let r = pool.install(|| {
+            manycore_steal::with_ctx(|s| {
+                s.join(
+                    |s| s.join(|_| 1, |s| s.join(|_| 2, |_| 3)),
+                    |s| s.join(|_| 4, |_| 5),
+                )
+            })
+        });
+        assert_eq!(r, ((1, (2, 3)), (4, 5)));
+        drop(pool);
+    });
+}
