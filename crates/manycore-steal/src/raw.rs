@@ -341,12 +341,18 @@ pub(crate) fn join_unrecorded<RA, RB>(a: impl FnOnce() -> RA, b: impl FnOnce() -
 fn finish_inline<RA, RB>(ra: ThreadResult<RA>, b: impl FnOnce() -> RB) -> (RA, RB) {
     match ra {
         Ok(ra) => (ra, b()),
-        Err(p) => {
-            // Rayon semantics: both closures run; `a`'s panic wins.
-            let _ = panic::catch_unwind(AssertUnwindSafe(b));
-            panic::resume_unwind(p)
-        }
+        Err(p) => a_panicked(p, b),
     }
+}
+
+/// Rayon semantics: both closures run; `a`'s panic wins. Out of line, so that
+/// the joins' landing pads hand the payload on at once and keep no registers
+/// of their own across calls (fewer registers to save on every join).
+#[cold]
+#[inline(never)]
+fn a_panicked<RB>(p: Box<dyn std::any::Any + Send>, b: impl FnOnce() -> RB) -> ! {
+    let _ = panic::catch_unwind(AssertUnwindSafe(b));
+    panic::resume_unwind(p)
 }
 
 #[cold]
