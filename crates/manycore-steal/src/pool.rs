@@ -115,6 +115,8 @@ pub(crate) struct Pool {
     host: Box<dyn Host>,
     /// How long a waiting owner spins before it sleeps.
     spin: Duration,
+    /// This pool's own `MAX_SEQUENTIAL` (0: the process-wide setting).
+    max_sequential: u32,
     counters: Counters,
 }
 
@@ -140,7 +142,22 @@ impl Pool {
             hungry: CachePadded::new(AtomicU64::new(0)),
             host,
             spin,
+            max_sequential: 0,
             counters: Counters::default(),
+        }
+    }
+
+    /// Gives this pool its own `MAX_SEQUENTIAL` (0: the process-wide one).
+    pub(crate) fn with_max_sequential(mut self, n: u32) -> Self {
+        self.max_sequential = n;
+        self
+    }
+
+    /// The `MAX_SEQUENTIAL` this pool's workers use (0: adaptive).
+    fn max_sequential(&self) -> u32 {
+        match self.max_sequential {
+            0 => max_sequential(),
+            n => n,
         }
     }
 
@@ -439,16 +456,14 @@ fn heartbeat(local: &Local) {
             crate::attach_current_thread();
         }
     }
-    let fixed = max_sequential();
     let gaps = GAP_STATS.load(std::sync::atomic::Ordering::Relaxed);
     let Some((p, _)) = local.pool() else {
         // Not a worker: nothing to poll or serve; count joins cheaply.
         local.ticks.set(1);
-        local
-            .beat
-            .set(if fixed != 0 { fixed - 1 } else { MAX_INTERVAL });
+        local.beat.set(MAX_INTERVAL);
         return;
     };
+    let fixed = p.max_sequential();
     let backoff = local.backoff.get();
     let now = if fixed == 0 || gaps { now_ns() } else { 0 };
     let last = local.last_poll.replace(now);
