@@ -27,6 +27,10 @@ pub(crate) const HUNGRY: usize = 1;
 /// Largest tick interval multiplier after promotions that came back unstolen.
 const MAX_BACKOFF: u32 = 16;
 
+/// How long an owner waits for its stolen job before it announces demand.
+#[cfg(not(loom))]
+const QUIET_WAIT: Duration = Duration::from_micros(2);
+
 /// Ticks per heartbeat in adaptive mode: demand is looked at this many times
 /// more often than messages are polled and the clock is read.
 const TICKS_PER_HEARTBEAT: u32 = 8;
@@ -417,6 +421,13 @@ pub(crate) fn serve_if_hungry(local: &Local) {
     }
 }
 
+/// Announces demand for the calling worker (a thief finishing a stolen job).
+pub(crate) fn ask_for_work(local: &Local) {
+    if let Some((p, me)) = local.pool() {
+        p.register(me);
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn serve_now(p: &Pool, local: &Local, me: usize) {
@@ -512,6 +523,15 @@ pub(crate) fn wait_stolen(local: &Local, job: &JobHeader, thief: usize) -> bool 
             .backoff
             .set((local.backoff.get() * 2).min(MAX_BACKOFF));
         return false;
+    }
+    // First wait a little without asking for work: a piece stolen from a
+    // small tree is about to come back, and helping with what is left of it
+    // would cost both workers more (claiming, handing over, withdrawing)
+    // than it saves.
+    #[cfg(not(loom))]
+    {
+        let mut quiet = SpinBudget::new(QUIET_WAIT);
+        while !raw::is_done(job) && quiet.spin() {}
     }
     let ec = &pool.workers[me].ec;
     let mut spin = SpinBudget::new(if cfg!(loom) {

@@ -207,7 +207,7 @@ where
 /// # Safety
 /// `job` is the header of a live `Frame<B, RB>` that was published to the
 /// calling thread (invariant P), and it is run once.
-unsafe fn run_frame<B, RB>(job: *const JobHeader, _local: &Local) -> usize
+unsafe fn run_frame<B, RB>(job: *const JobHeader, local: &Local) -> usize
 where
     B: FnOnce(bool) -> RB + Send,
     RB: Send,
@@ -223,9 +223,12 @@ where
     // SAFETY: `owner` was written before publication (Release CAS, observed
     // by our Acquire) and is not written again.
     let owner = frame.header.owner.with(|p| unsafe { (*p).assume_init() });
+    // This worker is about to be idle: ask for work before the owner can see
+    // `DONE`, so that its next recorded join already sees the demand.
+    crate::pool::ask_for_work(local);
     // Release; pairs with the Acquire loads of `state` by the owner (`join`,
-    // `is_done`): the owner sees the result. The frame may be gone right
-    // after this store.
+    // `is_done`): the owner sees the result (and the demand). The frame may
+    // be gone right after this store.
     frame.header.state.store(DONE, Ordering::Release);
     owner
 }
