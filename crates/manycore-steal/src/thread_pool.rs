@@ -180,11 +180,17 @@ impl ThreadPool {
         let guard = self.entry.lock().unwrap_or_else(|e| e.into_inner());
         let prev = pool::unbind();
         pool::bind(&self.pool, 0);
-        raw::with_local(|l| l.last_poll.set(0));
+        // Frames of joins around this call (another pool's) are not this
+        // pool's to hand out: hide them for the duration.
+        let head = raw::with_local(|l| {
+            l.last_poll.set(0);
+            l.head.replace(std::ptr::null())
+        });
         let r = panic::catch_unwind(AssertUnwindSafe(f));
         if let Some(j) = self.pool.withdraw(0) {
             raw::with_local(|l| self.pool.run_job(j, l));
         }
+        raw::with_local(|l| l.head.set(head));
         pool::rebind(prev);
         // Unlock before resuming a panic, so the lock is not poisoned.
         drop(guard);

@@ -87,3 +87,14 @@ fn pools_come_and_go() {
         assert_eq!(pool.install(|| fib(14)), 377);
     }
 }
+
+#[test]
+fn pool_inside_another_pools_join() {
+    // B's workers must not be handed A's frames (install hides them).
+    let a = ThreadPool::builder().workers(2).max_sequential(1).build();
+    let b = ThreadPool::builder().workers(2).max_sequential(1).build();
+    for _ in 0..20 {
+        let r = a.install(|| join(|| b.install(|| fib(14)), || fib(14)));
+        assert_eq!(r, (377, 377));
+    }
+}
