@@ -90,7 +90,11 @@ use std::marker::PhantomData;
 /// worker (a manycore core, or inside [`ThreadPool::install`]) `b` is latent
 /// work that an idle worker may steal; anywhere else the two run one after
 /// the other on the calling thread.
-#[inline]
+// Out of line on purpose: the caller's recursive function is then inlined
+// into the closures here, so that its base case (a leaf of the tree) is
+// tested before the call rather than after it, and a join tree costs one call
+// per inner node, not one per node (see `Ctx::join`).
+#[inline(never)]
 pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
@@ -134,7 +138,13 @@ impl Ctx<'_> {
     /// [`join`], passing each closure the context of the worker that runs it.
     /// Records `b` as latent work in the top [`LATENT_WINDOW`] levels of the
     /// tree and at ticks; elsewhere runs `a` then `b` as plain calls.
-    #[inline]
+    // Out of line on purpose: a recursive function that joins is then
+    // inlined into the closures here (the join is the recursion's one
+    // out-of-line step), so its base case is tested before a call instead of
+    // after one. For fib that halves the calls: one per inner node of the
+    // tree instead of one per node, as in the sequential code (where the
+    // compiler turns the second call into a loop).
+    #[inline(never)]
     pub fn join<A, B, RA, RB>(self, a: A, b: B) -> (RA, RB)
     where
         A: FnOnce(Ctx<'_>) -> RA + Send,
