@@ -1,7 +1,7 @@
 //! Dev probe: one workload of `manycore bench steal`, sequential vs runtime
 //! T1/T2 (interleaved repetitions; min and median), with steal counters.
 //!
-//! `cargo run --release -p manycore-steal --example wq -- <fib N | tree N REPS | knary M I> [reps] [only]`
+//! `cargo run --release -p manycore-steal --example wq -- <fib N | tree N REPS | knary M I | qsort N> [reps] [only]`
 //! `only` = seq | t1 | t2 runs just that configuration (for `perf record`).
 use manycore_rt::{IdlePolicy, Runtime};
 use manycore_steal::{with_ctx, Ctx, StealExt};
@@ -95,6 +95,55 @@ fn kch(s: Ctx<'_>, m: u32, i: u32, d: u32, n: u32) -> u64 {
     a.wrapping_add(b)
 }
 
+const SORT_CUTOFF: usize = 32;
+fn insertion_sort(v: &mut [u64]) {
+    for i in 1..v.len() {
+        let x = v[i];
+        let mut j = i;
+        while j > 0 && v[j - 1] > x {
+            v[j] = v[j - 1];
+            j -= 1;
+        }
+        v[j] = x;
+    }
+}
+fn partition(v: &mut [u64]) -> usize {
+    let (a, b, c) = (v[0], v[v.len() / 2], v[v.len() - 1]);
+    let pivot = a.max(b).min(a.min(b).max(c));
+    let (mut i, mut j) = (0usize, v.len() - 1);
+    loop {
+        while v[i] < pivot {
+            i += 1;
+        }
+        while v[j] > pivot {
+            j -= 1;
+        }
+        if i >= j {
+            return j + 1;
+        }
+        v.swap(i, j);
+        i += 1;
+        j -= 1;
+    }
+}
+fn qsort_seq(v: &mut [u64]) {
+    if v.len() <= SORT_CUTOFF {
+        return insertion_sort(v);
+    }
+    let m = partition(v);
+    let (l, r) = v.split_at_mut(m);
+    qsort_seq(l);
+    qsort_seq(r);
+}
+fn qsort_mc(s: Ctx<'_>, v: &mut [u64]) {
+    if v.len() <= SORT_CUTOFF {
+        return insertion_sort(v);
+    }
+    let m = partition(v);
+    let (l, r) = v.split_at_mut(m);
+    s.join(|s| qsort_mc(s, l), |s| qsort_mc(s, r));
+}
+
 type Job = Arc<dyn Fn(bool) -> u64 + Send + Sync>;
 
 fn main() {
@@ -114,6 +163,34 @@ fn main() {
                     }
                 }),
                 3,
+            )
+        }
+        Some("qsort") => {
+            let n = num(1, 10_000_000) as usize;
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            let input: Arc<Vec<u64>> = Arc::new(
+                (0..n)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        x
+                    })
+                    .collect(),
+            );
+            // The copy of the input is inside the timing here (unlike the bench).
+            (
+                format!("quicksort({n})"),
+                Arc::new(move |par| {
+                    let mut v = input.to_vec();
+                    if par {
+                        with_ctx(|s| qsort_mc(s, &mut v));
+                    } else {
+                        qsort_seq(&mut v);
+                    }
+                    v[n / 2]
+                }),
+                2,
             )
         }
         Some("knary") => {

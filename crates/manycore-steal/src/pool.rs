@@ -572,6 +572,5 @@ pub(crate) fn wait_stolen(local: &Local, job: &JobHeader, thief: usize) -> bool 
         pool.run_job(j, local);
     }
     local.backoff.set(1);
-    local.eager.set(true);
     true
 }

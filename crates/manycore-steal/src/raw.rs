@@ -55,7 +55,7 @@ pub(crate) struct Local {
     /// True once this thread has asked whether it is a runtime core.
     pub(crate) checked: Cell<bool>,
     /// Whether a recorded join of the context form serves demand at once:
-    /// armed at every tick and when a wait for a stolen job ends, disarmed by
+    /// armed at every tick and when a stolen piece's result is collected, disarmed by
     /// such a promotion and when a stolen job starts (so that two workers do
     /// not hand small pieces back and forth faster than a tick).
     pub(crate) eager: Cell<bool>,
@@ -367,6 +367,8 @@ where
 {
     let state = frame.header.state.load(Ordering::Acquire);
     if state == DONE || crate::pool::wait_stolen(local, &frame.header, state - 1) {
+        // The piece came back: the next recorded join may hand out another.
+        local.eager.set(true);
         // SAFETY: we saw `DONE` (Acquire), here or in `wait_stolen`.
         let rb = unsafe { frame.take_result() };
         match (ra, rb) {
