@@ -99,6 +99,7 @@ impl Listener {
     /// Waits for a connection request and completes the handshake. A request
     /// that fails validation is refused and reported as `InvalidData` (the
     /// listener stays usable); connectors that went away are skipped.
+    /// Concurrent calls take turns.
     pub fn accept(&self) -> io::Result<(Stream, PeerAddr)> {
         let nb = self.nonblocking.load(std::sync::atomic::Ordering::Relaxed);
         let deadline = if nb {

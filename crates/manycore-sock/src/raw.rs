@@ -159,10 +159,17 @@ pub(crate) const REGION_SEALS: libc::c_int =
 /// A sealed-size anonymous memory file of `len` bytes ([`REGION_SEALS`]).
 pub(crate) fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
     let n = CString::new(name).unwrap_or_default();
+    let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
+    // Not executable (required where `vm.memfd_noexec` = 2); kernels before
+    // 6.3 do not know the flag (EINVAL) and make no such demand.
     // SAFETY: n is a valid NUL-terminated string for the call.
-    let fd = cvt(unsafe {
-        libc::memfd_create(n.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING)
-    })?;
+    let fd = match cvt(unsafe { libc::memfd_create(n.as_ptr(), flags | libc::MFD_NOEXEC_SEAL) }) {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            // SAFETY: as above.
+            cvt(unsafe { libc::memfd_create(n.as_ptr(), flags) })?
+        }
+        r => r?,
+    };
     // SAFETY: fd was just returned by memfd_create and is owned by nobody else.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
     set_len(&fd, len)?;

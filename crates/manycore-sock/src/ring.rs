@@ -64,6 +64,8 @@ pub(crate) struct TxState {
     pub ready: bool,
     /// The ring is poisoned by an invalid peer value.
     pub broken: bool,
+    /// `head` when we last looked for a sleeping reader (see `commit`).
+    pub told: u64,
 }
 
 impl TxState {
@@ -75,6 +77,7 @@ impl TxState {
             chunk,
             ready: false,
             broken: false,
+            told: 0,
         }
     }
 }
@@ -91,6 +94,8 @@ pub(crate) struct RxState {
     pub cur: Option<(usize, usize, usize, usize)>,
     pub broken: bool,
     pub eof: bool,
+    /// `tail` when we last looked for a sleeping writer (see `release`).
+    pub told: u64,
 }
 
 /// The memory a ring lives in: a shared region normally, a loom model under
@@ -159,8 +164,7 @@ pub(crate) fn reader_closed<M: RingMem>(r: &RingRef<'_, M>) -> io::Result<bool> 
 
 /// Writes as much of `buf` as fits without waiting; commits and notifies.
 /// `desired` is the chunk the sender's block allows now (applied only when
-/// the ring is empty). Returns bytes written and whether the chunk changed
-/// (so the caller can publish the new extent).
+/// the ring is empty). Returns the bytes written.
 pub(crate) fn try_write<M: RingMem>(
     r: &RingRef<'_, M>,
     st: &mut TxState,
@@ -170,6 +174,23 @@ pub(crate) fn try_write<M: RingMem>(
     if st.broken {
         return Err(invalid("ring state (earlier)"));
     }
+    let start = st.head;
+    let res = write_loop(r, st, desired, buf, start);
+    // No commit of this call goes untold: the reader may be about to sleep.
+    if st.told != st.head {
+        fence(Ordering::SeqCst);
+        tell_reader(r, st);
+    }
+    res
+}
+
+fn write_loop<M: RingMem>(
+    r: &RingRef<'_, M>,
+    st: &mut TxState,
+    desired: u32,
+    buf: &[u8],
+    start: u64,
+) -> io::Result<usize> {
     let mut n = 0usize;
     while n < buf.len() {
         if st.head == st.tail {
@@ -200,7 +221,7 @@ pub(crate) fn try_write<M: RingMem>(
                 }
                 st.head += FRAG_HDR as u64;
                 st.woff = 0;
-                commit(r, st.head);
+                commit(r, st, start);
                 continue;
             }
             if !refresh_tail(r, st)? {
@@ -232,37 +253,72 @@ pub(crate) fn try_write<M: RingMem>(
         }
         st.head += fsz as u64;
         n += take;
-        commit(r, st.head);
+        commit(r, st, start);
     }
     Ok(n)
 }
 
-/// Publishes `head` and wakes the reader if it announced it is sleeping.
+/// Publishes `head`. Wakes a sleeping reader on the first commit of a
+/// `try_write` call (it gets going at once), then at most once per quarter
+/// chunk, and at the end of the call: a reader that was woken but is not
+/// running yet still counts as waiting, and every wake would cost another
+/// futex call. Since every call ends with a look, no commit goes untold.
 #[inline]
-fn commit<M: RingMem>(r: &RingRef<'_, M>, head: u64) {
+fn commit<M: RingMem>(r: &RingRef<'_, M>, st: &mut TxState, start: u64) {
     // Release: commits the fragment (bytes, then header, then this); pairs
     // with the Acquire load of `head` in `refresh_head`.
-    r.slot.prod.head.store(head, Ordering::Release);
-    // SeqCst fence, then look for a sleeping reader: pairs with the fence in
-    // `EventCount::prepare_wait` (the reader announces, then re-checks
-    // `head`): one of us sees the other, no lost wakeup.
+    r.slot.prod.head.store(st.head, Ordering::Release);
+    // SeqCst fence: makes `head` visible now (a plain store can linger in
+    // the store buffer while we copy the next fragment), and pairs with the
+    // fence in `EventCount::prepare_wait` for `tell_reader`.
     fence(Ordering::SeqCst);
-    r.slot.prod.data_ec.notify_one_after_fence();
+    if st.told == start || st.head - st.told >= u64::from(st.chunk / 4) {
+        tell_reader(r, st);
+    }
 }
 
-/// Publishes `tail` and wakes the writer if it announced it is sleeping.
+/// Wakes the reader if it announced it is sleeping. Called after a SeqCst
+/// fence that follows the last `head` store: pairs with the fence in
+/// `EventCount::prepare_wait` (the reader announces, then re-checks
+/// `head`): one of us sees the other, no lost wakeup.
 #[inline]
-fn release<M: RingMem>(r: &RingRef<'_, M>, tail: u64) {
+fn tell_reader<M: RingMem>(r: &RingRef<'_, M>, st: &mut TxState) {
+    r.slot.prod.data_ec.notify_one_after_fence();
+    st.told = st.head;
+}
+
+/// Publishes `tail`. Wakes a sleeping writer when `tail` first reaches the
+/// point the writer asked to be woken at (half the chunk free), and at the
+/// end of the `try_read` call (so no release goes untold), not at every
+/// fragment: a writer woken but not running yet would cost a futex call
+/// per fragment.
+#[inline]
+fn release<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState) {
     // Release: our copies out happen-before the writer reuses the space;
     // pairs with the Acquire in `refresh_tail`.
-    r.slot.cons.tail.store(tail, Ordering::Release);
-    // SeqCst; pairs with the fence in the writer's prepare_wait.
+    r.slot.cons.tail.store(st.tail, Ordering::Release);
+    // SeqCst: makes `tail` visible now, and pairs with the fence in the
+    // writer's prepare_wait for `tell_writer`.
     fence(Ordering::SeqCst);
-    // Wake a sleeping writer only once enough space is free (hysteresis; a
-    // stale or garbage `want_tail` costs an early wake or a 20 ms slice).
-    if r.slot.cons.space_ec.has_waiters() && tail >= r.slot.prod.want_tail.load(Ordering::Relaxed) {
+    // Relaxed: a hint; a stale or garbage value costs an early wake or a
+    // 20 ms slice.
+    let want = r.slot.prod.want_tail.load(Ordering::Relaxed);
+    if st.tail >= want && st.told < want {
+        tell_writer(r, st);
+    }
+}
+
+/// Wakes the writer if it announced it is sleeping and enough space is
+/// free (hysteresis). Called after a SeqCst fence that follows the last
+/// `tail` store.
+#[inline]
+fn tell_writer<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState) {
+    if r.slot.cons.space_ec.has_waiters()
+        && st.tail >= r.slot.prod.want_tail.load(Ordering::Relaxed)
+    {
         r.slot.cons.space_ec.notify_one_after_fence();
     }
+    st.told = st.tail;
 }
 
 /// Before sleeping on a full ring: ask to be woken when half the chunk is
@@ -337,6 +393,11 @@ pub(crate) fn try_read<M: RingMem>(
     }
     let mut n = 0usize;
     let res = read_loop(r, st, buf, &mut n);
+    // No release of this call goes untold: the writer may be about to sleep.
+    if st.told != st.tail {
+        fence(Ordering::SeqCst);
+        tell_writer(r, st);
+    }
     match res {
         Ok(()) => Ok(n),
         Err(e) if n > 0 => {
@@ -374,7 +435,7 @@ fn read_loop<M: RingMem>(
                 if st.roff == st.chunk as usize {
                     st.roff = 0;
                 }
-                release(r, st.tail);
+                release(r, st);
             } else {
                 st.cur = Some((poff, len, done + take, fsz));
             }
@@ -414,7 +475,7 @@ fn read_loop<M: RingMem>(
             if st.roff == chunk as usize {
                 st.roff = 0;
             }
-            release(r, st.tail);
+            release(r, st);
             continue;
         }
         st.cur = Some((st.roff + FRAG_HDR, len, 0, fsz));

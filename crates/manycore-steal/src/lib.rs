@@ -12,17 +12,18 @@
 //!   innermost join outwards (plain loads and stores: no atomic
 //!   read-modify-write, no fence, no allocation), runs `a`, and then runs `b`
 //!   inline if it is still latent: the sequential program plus a few stores.
-//!   [`Ctx::join`] carries the chain in the context it passes down and keeps
-//!   at most [`LATENT_WINDOW`] frames latent per chain.
+//!   [`Ctx::join`] records only the top [`LATENT_WINDOW`] levels of the tree
+//!   (and a join at every tick); deeper joins are plain calls.
 //! * On a manycore runtime ([`attach`], [`StealExt::install`]) the workers are
 //!   the runtime's cores; [`ThreadPool`] provides plain threads instead.
 //! * An idle worker *announces demand* (a bit in a shared word and `HUNGRY`
 //!   in its mailbox) and sleeps on its doorbell.
-//! * Every so many joins (about every [`HEARTBEAT_PERIOD`], or a fixed
-//!   [`max_sequential`]) a busy worker's *heartbeat* polls its
-//!   messages and, if a worker is hungry, *promotes* its oldest latent frame
-//!   (the biggest piece of work, as in Cilk and MuSE) into that thief's
-//!   mailbox and rings its doorbell.
+//! * Every so many joins (a *tick*; eight per [`HEARTBEAT_PERIOD`], or
+//!   every fixed [`max_sequential`] joins) a busy worker looks at the demand
+//!   word and, if a worker is hungry, *promotes* its oldest latent frame (the
+//!   biggest piece of work, as in Cilk and MuSE) into that thief's mailbox
+//!   and rings its doorbell; recorded joins of the context form serve demand
+//!   at once, too. Every few ticks the *heartbeat* polls its messages.
 //! * The owner of a promoted frame, back at its join, takes the frame back if
 //!   the thief has not started it yet, otherwise it waits for it while running
 //!   work handed to it (the thief serves the waiting owner's demand in turn:
@@ -48,7 +49,7 @@
 //! assert_eq!(fib(10), 55);
 //! ```
 //!
-//! The context-passing form saves the thread-local lookup on every join:
+//! The context-passing form records only the top of the tree:
 //!
 //! ```
 //! use manycore_steal::{with_ctx, Ctx};
@@ -89,7 +90,11 @@ use std::marker::PhantomData;
 /// worker (a manycore core, or inside [`ThreadPool::install`]) `b` is latent
 /// work that an idle worker may steal; anywhere else the two run one after
 /// the other on the calling thread.
-#[inline]
+// Out of line on purpose: the caller's recursive function is then inlined
+// into the closures here, so that its base case (a leaf of the tree) is
+// tested before the call rather than after it, and a join tree costs one call
+// per inner node, not one per node (see `Ctx::join`).
+#[inline(never)]
 pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
@@ -97,37 +102,49 @@ where
     RA: Send,
     RB: Send,
 {
-    raw::with_local(|l| {
-        raw::join::<true, _, _, _, _>(l, l.tail.get(), move |_| a(), move |_, _, _| b())
-    })
+    raw::with_local(|l| raw::join::<false, _, _, _, _>(l, a, move |_| b()))
 }
 
-/// How many recorded (latent) joins a [`Ctx`] chain holds at most: deeper
-/// joins of the context form run as plain calls (still counted by the
-/// heartbeat, which still polls and serves demand). Promotion takes the
-/// oldest frames, so the window only bounds how much small work is latent at
-/// once, as chili's join does; a chain shortens as the recursion returns, and
-/// joins below it are recorded again.
-pub const LATENT_WINDOW: u32 = 8;
+/// How many levels of a join tree the context form records as latent work,
+/// counted from the tree's root (the [`with_ctx`] call) or from the root of a
+/// stolen piece. Deeper joins run as plain calls, except that a join falling
+/// on a tick (every so many joins, see [`HEARTBEAT_PERIOD`]) is recorded too,
+/// so that deep recursions always have some latent work. Promotion takes the
+/// oldest frame, the biggest piece of work; the top levels hold the big
+/// pieces, and a thief records the top levels of what it stole.
+pub const LATENT_WINDOW: u32 = 6;
 
 /// The context-passing form of [`join`] (as in `chili`): a handle on the
-/// calling worker and its chain of latent frames, passed down the recursion
-/// by value, so that a join touches no thread-local state but the heartbeat
-/// counter. Not `Send`: it belongs to one thread.
+/// calling worker, passed down the recursion by value, that carries the
+/// join's depth in the tree, so that a join below [`LATENT_WINDOW`] levels
+/// touches no thread-local state but the tick counter. Not `Send`: it
+/// belongs to one thread.
 #[derive(Debug, Clone, Copy)]
 pub struct Ctx<'a> {
-    /// The innermost frame of this context's join chain.
-    tail: *const raw::JobHeader,
-    /// Recorded frames on the chain (at most [`LATENT_WINDOW`]).
+    /// Depth of the join in the tree (0: the root, or the root of a stolen piece).
     depth: u32,
     _worker: PhantomData<&'a Local>,
 }
 
 impl Ctx<'_> {
+    #[inline(always)]
+    fn at(depth: u32) -> Self {
+        Self {
+            depth,
+            _worker: PhantomData,
+        }
+    }
+
     /// [`join`], passing each closure the context of the worker that runs it.
-    /// Records `b` as latent work while the chain holds fewer than
-    /// [`LATENT_WINDOW`] frames; below that, runs `a` then `b` as plain calls.
-    #[inline]
+    /// Records `b` as latent work in the top [`LATENT_WINDOW`] levels of the
+    /// tree and at ticks; elsewhere runs `a` then `b` as plain calls.
+    // Out of line on purpose: a recursive function that joins is then
+    // inlined into the closures here (the join is the recursion's one
+    // out-of-line step), so its base case is tested before a call instead of
+    // after one. For fib that halves the calls: one per inner node of the
+    // tree instead of one per node, as in the sequential code (where the
+    // compiler turns the second call into a loop).
+    #[inline(never)]
     pub fn join<A, B, RA, RB>(self, a: A, b: B) -> (RA, RB)
     where
         A: FnOnce(Ctx<'_>) -> RA + Send,
@@ -135,12 +152,15 @@ impl Ctx<'_> {
         RA: Send,
         RB: Send,
     {
-        let (tail, depth) = (self.tail, self.depth);
+        let depth = self.depth;
         raw::with_local_flat(|local| {
-            if depth >= LATENT_WINDOW {
-                return raw::join_unrecorded(local, tail, move || a(self), move || b(self));
+            let n = local.beat.get();
+            if depth >= LATENT_WINDOW && n != 0 {
+                local.beat.set(n - 1);
+                let next = Ctx::at(depth.wrapping_add(1));
+                return raw::join_unrecorded(move || a(next), move || b(next));
             }
-            join_recorded(local, tail, depth, a, b)
+            join_recorded(local, depth, a, b)
         })
     }
 }
@@ -149,49 +169,26 @@ impl Ctx<'_> {
 /// frame then holds no escaping stack slot on the common (unrecorded) path,
 /// so the optimiser can treat that path like plain recursion.
 #[inline(never)]
-fn join_recorded<A, B, RA, RB>(
-    local: &Local,
-    tail: *const raw::JobHeader,
-    depth: u32,
-    a: A,
-    b: B,
-) -> (RA, RB)
+fn join_recorded<A, B, RA, RB>(local: &Local, depth: u32, a: A, b: B) -> (RA, RB)
 where
     A: FnOnce(Ctx<'_>) -> RA + Send,
     B: FnOnce(Ctx<'_>) -> RB + Send,
     RA: Send,
     RB: Send,
 {
-    raw::join::<false, _, _, _, _>(
+    let next = depth.wrapping_add(1);
+    raw::join::<true, _, _, _, _>(
         local,
-        tail,
-        move |t| {
-            a(Ctx {
-                tail: t,
-                depth: depth + 1,
-                _worker: PhantomData,
-            })
-        },
-        // On a thief the chain starts afresh.
-        move |_, t, stolen| {
-            b(Ctx {
-                tail: t,
-                depth: if stolen { 0 } else { depth },
-                _worker: PhantomData,
-            })
-        },
+        move || a(Ctx::at(next)),
+        // A thief records the top levels of the piece it stole.
+        move |stolen| b(Ctx::at(if stolen { 0 } else { next })),
     )
 }
 
-/// Runs `f` with the calling thread's [`Ctx`].
+/// Runs `f` with the calling thread's [`Ctx`] (at the root of a join tree).
 #[inline]
 pub fn with_ctx<R>(f: impl FnOnce(Ctx<'_>) -> R) -> R {
-    let tail = raw::with_local(|l| l.tail.get());
-    f(Ctx {
-        tail,
-        depth: 0,
-        _worker: PhantomData,
-    })
+    f(Ctx::at(0))
 }
 
 /// Steal counters of the pool the calling thread is a worker of, if any.

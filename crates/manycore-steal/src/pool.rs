@@ -1,14 +1,16 @@
 //! The shared side of stealing: per-worker mailboxes, the demand word, the
-//! heartbeat, the thief's idle hook and the owner's wait for a stolen job.
+//! tick and heartbeat, the thief's idle hook and the owner's wait for a
+//! stolen job.
 //!
 //! MuSE (Leberecht, section 3.2) runs every call on the stack and spawns only
 //! on demand, bounding sequential runs by `MAX_SEQUENTIAL` so that the
 //! scheduler keeps polling; here an idle worker announces demand (its bit in
 //! [`Pool::hungry`] plus `HUNGRY` in its mailbox) and sleeps, and a busy
-//! worker, every `MAX_SEQUENTIAL` joins (its heartbeat), polls its messages
-//! and, if someone is hungry, promotes its oldest latent frame straight into
-//! that thief's mailbox. The protocol is described in `README.md` and
-//! model-checked in `tests/loom.rs`.
+//! worker, at its ticks (every so many joins) and at every recorded join of
+//! the context form, looks at the demand word and, if someone is hungry,
+//! promotes its oldest latent frame straight into that thief's mailbox; every
+//! few ticks its heartbeat polls the scheduler's messages. The protocol is
+//! described in `README.md` and model-checked in `tests/loom.rs`.
 
 use crate::raw::{self, JobHeader, Local};
 use manycore_sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -22,8 +24,16 @@ pub(crate) const EMPTY: usize = 0;
 /// Mailbox value: asking for work (any larger value is a job's address).
 pub(crate) const HUNGRY: usize = 1;
 
-/// Largest heartbeat interval multiplier after promotions that came back unstolen.
+/// Largest tick interval multiplier after promotions that came back unstolen.
 const MAX_BACKOFF: u32 = 16;
+
+/// How long an owner waits for its stolen job before it announces demand.
+#[cfg(not(loom))]
+const QUIET_WAIT: Duration = Duration::from_micros(2);
+
+/// Ticks per heartbeat in adaptive mode: demand is looked at this many times
+/// more often than messages are polled and the clock is read.
+const TICKS_PER_HEARTBEAT: u32 = 8;
 
 /// `max_sequential()` value meaning "adaptive": the number of joins between
 /// two heartbeats is tuned per worker so that heartbeats come about every
@@ -31,15 +41,16 @@ const MAX_BACKOFF: u32 = 16;
 /// heartbeat; joins themselves never read the clock).
 pub const DEFAULT_MAX_SEQUENTIAL: u32 = 0;
 
-/// The target time between two heartbeats in adaptive mode. On this class of
-/// machine a steal costs a few microseconds (cache-line round trips of
-/// 1.3-1.6 us, futex wake-ups of 15-30 us), so serving demand much more often
-/// than this costs more than it gains; message polling latency stays bounded
-/// by about this much (plus preemption).
+/// The target time between two heartbeats in adaptive mode; ticks (which
+/// look at the demand word) come eight times as often. Polling messages and
+/// reading the clock cost tens of nanoseconds, looking at demand one load;
+/// message polling latency stays bounded by about this much (plus
+/// preemption), demand is seen within about an eighth of it.
 pub const HEARTBEAT_PERIOD: Duration = Duration::from_micros(25);
 
-const MIN_INTERVAL: u32 = 16;
-const MAX_INTERVAL: u32 = 1 << 16;
+/// Bounds of the adaptive number of joins per tick.
+const MIN_INTERVAL: u32 = 2;
+const MAX_INTERVAL: u32 = 1 << 13;
 
 // Process-wide settings and statistics are std atomics on purpose: they are
 // hints outside the steal protocol (loom's atomics cannot live in statics).
@@ -53,7 +64,10 @@ static MAX_SEQUENTIAL: std::sync::atomic::AtomicU32 =
 pub fn set_max_sequential(n: u32) {
     MAX_SEQUENTIAL.store(n, std::sync::atomic::Ordering::Relaxed);
     // The calling thread's next join is a heartbeat, which applies it.
-    raw::with_local(|l| l.beat.set(0));
+    raw::with_local(|l| {
+        l.beat.set(0);
+        l.ticks.set(1);
+    });
 }
 
 /// The current `MAX_SEQUENTIAL` setting (0: adaptive; see [`set_max_sequential`]).
@@ -66,7 +80,8 @@ pub fn max_sequential() -> u32 {
 pub(crate) trait Host: Send + Sync + 'static {
     /// Runs pending incoming messages on the calling core (bounded batch).
     fn poll_once(&self) -> usize;
-    /// Makes worker `i`'s idle loop run again (call its idle hook).
+    /// Makes worker `i`'s idle loop run again (call its idle hook); never
+    /// lost, even if `i` is just about to sleep.
     fn notify(&self, i: usize);
 }
 
@@ -104,6 +119,8 @@ pub(crate) struct Pool {
     host: Box<dyn Host>,
     /// How long a waiting owner spins before it sleeps.
     spin: Duration,
+    /// This pool's own `MAX_SEQUENTIAL` (0: the process-wide setting).
+    max_sequential: u32,
     counters: Counters,
 }
 
@@ -129,7 +146,22 @@ impl Pool {
             hungry: CachePadded::new(AtomicU64::new(0)),
             host,
             spin,
+            max_sequential: 0,
             counters: Counters::default(),
+        }
+    }
+
+    /// Gives this pool its own `MAX_SEQUENTIAL` (0: the process-wide one).
+    pub(crate) fn with_max_sequential(mut self, n: u32) -> Self {
+        self.max_sequential = n;
+        self
+    }
+
+    /// The `MAX_SEQUENTIAL` this pool's workers use (0: adaptive).
+    fn max_sequential(&self) -> u32 {
+        match self.max_sequential {
+            0 => max_sequential(),
+            n => n,
         }
     }
 
@@ -200,11 +232,14 @@ impl Pool {
             match mb.load(Ordering::Acquire) {
                 EMPTY => return None,
                 HUNGRY => {
-                    // The stale demand bit is harmless: a victim's CAS will fail.
                     if mb
                         .compare_exchange(HUNGRY, EMPTY, Ordering::Relaxed, Ordering::Relaxed)
                         .is_ok()
                     {
+                        // Clear the hint too, so that victims do not claim
+                        // and fail on it (a victim that claimed it already
+                        // fails its CAS, as the mailbox is EMPTY).
+                        self.hungry.fetch_and(!(1u64 << me), Ordering::Relaxed);
                         return None;
                     }
                 }
@@ -217,36 +252,39 @@ impl Pool {
         }
     }
 
-    /// At a heartbeat of worker `me`: hand the oldest latent frame to a hungry
-    /// worker, if there is one.
-    fn serve(&self, start: *const JobHeader, me: usize) {
-        let hint = self.hungry.load(Ordering::Relaxed) & !(1u64 << me);
-        if hint == 0 {
-            return;
-        }
-        let t = hint.trailing_zeros() as usize;
-        let bit = 1u64 << t;
-        // Acquire; pairs with the Release `fetch_or` in `register`.
-        if self.hungry.fetch_and(!bit, Ordering::Acquire) & bit == 0 {
-            return; // another victim claimed this thief
-        }
-        let Some(p) = raw::promote_oldest(start, me, t) else {
-            return;
-        };
-        // Release; pairs with the Acquire load/CAS in `take_job`: the thief
-        // sees `b` and `owner` as written by this thread.
-        match self.workers[t].mailbox.compare_exchange(
-            HUNGRY,
-            p.job.as_ptr() as usize,
-            Ordering::Release,
-            Ordering::Relaxed,
-        ) {
-            Ok(_) => {
-                self.counters.promotions.fetch_add(1, Ordering::Relaxed);
-                self.wake(t);
+    /// At a tick (or a recorded join) of worker `me`, whose chain starts at
+    /// `start`: hand the oldest latent frames to hungry workers, one each.
+    pub(crate) fn serve(&self, start: *const JobHeader, me: usize) {
+        let mut hint = self.hungry.load(Ordering::Relaxed) & !(1u64 << me);
+        while hint != 0 {
+            // Claim a thief only with a frame in hand: a claimed demand bit
+            // that is not served would leave the thief unseen by everyone.
+            let Some(job) = raw::oldest_latent(start) else {
+                return;
+            };
+            let t = hint.trailing_zeros() as usize;
+            let bit = 1u64 << t;
+            hint &= !bit;
+            // Acquire; pairs with the Release `fetch_or` in `register`.
+            if self.hungry.fetch_and(!bit, Ordering::Acquire) & bit == 0 {
+                continue; // another victim claimed this thief
             }
-            // The thief withdrew: the frame was never seen, put it back.
-            Err(_) => raw::unpromote(p),
+            raw::promote(job, me, t);
+            // Release; pairs with the Acquire load/CAS in `take_job`: the
+            // thief sees `b` and `owner` as written by this thread.
+            match self.workers[t].mailbox.compare_exchange(
+                HUNGRY,
+                job.as_ptr() as usize,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    self.counters.promotions.fetch_add(1, Ordering::Relaxed);
+                    self.wake(t);
+                }
+                // The thief withdrew: the frame was never seen, put it back.
+                Err(_) => raw::unpromote(job),
+            }
         }
     }
 
@@ -268,6 +306,8 @@ impl Pool {
     }
 
     pub(crate) fn run_job(&self, job: NonNull<JobHeader>, local: &Local) {
+        // A piece just stolen is not handed on before this worker's next tick.
+        local.eager.set(false);
         // SAFETY: `job` came out of this worker's mailbox by `take_job`'s
         // Acquire CAS, and this thread is worker `me` of this pool.
         let owner = unsafe { raw::run_stolen(job, local) };
@@ -276,39 +316,58 @@ impl Pool {
     }
 }
 
-// The pool this thread is a worker of, and its index.
+/// The pool this thread is a worker of, and its index. Every change is
+/// mirrored into `Local::pool` (invariant B of `raw.rs`), which is cleared
+/// again when the thread-local is destroyed.
+struct Binding(RefCell<Option<(Arc<Pool>, usize)>>);
+
+impl Binding {
+    fn set(&self, b: Option<(Arc<Pool>, usize)>) -> Option<(Arc<Pool>, usize)> {
+        let (p, me) = b
+            .as_ref()
+            .map_or((std::ptr::null(), 0), |(p, i)| (Arc::as_ptr(p), *i));
+        raw::set_pool(p, me);
+        self.0.replace(b)
+    }
+}
+
+impl Drop for Binding {
+    fn drop(&mut self) {
+        raw::set_pool(std::ptr::null(), 0);
+    }
+}
+
 #[cfg(not(loom))]
 thread_local! {
-    static BOUND: RefCell<Option<(Arc<Pool>, usize)>> = const { RefCell::new(None) };
+    static BOUND: Binding = const { Binding(RefCell::new(None)) };
 }
 #[cfg(loom)]
 loom::thread_local! {
-    static BOUND: RefCell<Option<(Arc<Pool>, usize)>> = RefCell::new(None);
+    static BOUND: Binding = Binding(RefCell::new(None));
 }
 
 /// Makes the calling thread worker `me` of `pool` (no-op if it already is).
 pub(crate) fn bind(pool: &Arc<Pool>, me: usize) {
     BOUND.with(|b| {
-        let mut b = b.borrow_mut();
-        if !matches!(&*b, Some((p, i)) if Arc::ptr_eq(p, pool) && *i == me) {
-            *b = Some((pool.clone(), me));
+        if !matches!(&*b.0.borrow(), Some((p, i)) if Arc::ptr_eq(p, pool) && *i == me) {
+            b.set(Some((pool.clone(), me)));
         }
     });
 }
 
 /// Undoes [`bind`], returning the previous binding.
 pub(crate) fn unbind() -> Option<(Arc<Pool>, usize)> {
-    BOUND.with(|b| b.borrow_mut().take())
+    BOUND.with(|b| b.set(None))
 }
 
 /// Restores a binding returned by [`unbind`].
 pub(crate) fn rebind(prev: Option<(Arc<Pool>, usize)>) {
-    BOUND.with(|b| *b.borrow_mut() = prev);
+    BOUND.with(|b| drop(b.set(prev)));
 }
 
 fn with_bound<R>(f: impl FnOnce(Option<(&Arc<Pool>, usize)>) -> R) -> R {
     BOUND.with(|b| {
-        let b = b.borrow();
+        let b = b.0.borrow();
         f(b.as_ref().map(|(p, i)| (p, *i)))
     })
 }
@@ -348,23 +407,82 @@ pub fn max_poll_gap() -> Duration {
     Duration::from_nanos(MAX_GAP_NS.load(std::sync::atomic::Ordering::Relaxed))
 }
 
-/// MuSE's `MAX_SEQUENTIAL` point, reached every `max_sequential()` joins (or,
-/// in adaptive mode, every so many joins that it comes about every
-/// [`HEARTBEAT_PERIOD`]): poll the scheduler's messages and serve demand.
+/// A join of a worker whose chain starts at `local.head`: if some worker is
+/// hungry, serve it now (one Relaxed load when nobody is).
+#[inline(always)]
+pub(crate) fn serve_if_hungry(local: &Local) {
+    if !local.eager.get() {
+        return;
+    }
+    if let Some((p, me)) = local.pool() {
+        if p.hungry.load(Ordering::Relaxed) & !(1u64 << me) != 0 {
+            serve_now(p, local, me);
+        }
+    }
+}
+
+/// Announces demand for the calling worker (a thief finishing a stolen job).
+pub(crate) fn ask_for_work(local: &Local) {
+    if let Some((p, me)) = local.pool() {
+        p.register(me);
+    }
+}
+
 #[cold]
 #[inline(never)]
-pub(crate) fn heartbeat(local: &Local, start: *const JobHeader) {
-    let fixed = max_sequential();
-    let backoff = local.backoff.get();
-    let now = if fixed == 0 || GAP_STATS.load(std::sync::atomic::Ordering::Relaxed) {
-        now_ns()
+fn serve_now(p: &Pool, local: &Local, me: usize) {
+    local.eager.set(false);
+    p.serve(local.head.get(), me);
+}
+
+/// A tick, every `interval` joins: re-arm the counter, serve demand and,
+/// every few ticks, run the heartbeat.
+#[cold]
+#[inline(never)]
+pub(crate) fn tick(local: &Local) {
+    let t = local.ticks.get();
+    if t <= 1 {
+        heartbeat(local);
     } else {
-        0
+        local.ticks.set(t - 1);
+        local
+            .beat
+            .set(local.interval.get().saturating_mul(local.backoff.get()) - 1);
+    }
+    if let Some((p, me)) = local.pool() {
+        p.serve(local.head.get(), me);
+    }
+    local.eager.set(true);
+}
+
+/// MuSE's `MAX_SEQUENTIAL` point, reached every `max_sequential()` joins (or,
+/// in adaptive mode, about every [`HEARTBEAT_PERIOD`]): re-calibrate the tick
+/// interval from one clock read and poll the scheduler's messages.
+#[cold]
+#[inline(never)]
+fn heartbeat(local: &Local) {
+    if !local.checked.get() {
+        local.checked.set(true);
+        if local.pool.get().is_null() {
+            crate::attach_current_thread();
+        }
+    }
+    let gaps = GAP_STATS.load(std::sync::atomic::Ordering::Relaxed);
+    let Some((p, _)) = local.pool() else {
+        // Not a worker: nothing to poll or serve; count joins cheaply.
+        local.ticks.set(1);
+        local.beat.set(MAX_INTERVAL);
+        return;
     };
+    let fixed = p.max_sequential();
+    let backoff = local.backoff.get();
+    let now = if fixed == 0 || gaps { now_ns() } else { 0 };
     let last = local.last_poll.replace(now);
     let interval = if fixed != 0 {
+        local.ticks.set(1);
         fixed
     } else {
+        local.ticks.set(TICKS_PER_HEARTBEAT);
         let mut iv = local.interval.get();
         if last != 0 && now != 0 {
             let elapsed = now.saturating_sub(last);
@@ -379,30 +497,20 @@ pub(crate) fn heartbeat(local: &Local, start: *const JobHeader) {
         iv
     };
     local.beat.set(interval.saturating_mul(backoff) - 1);
-    if !local.checked.get() {
-        local.checked.set(true);
-        if with_bound(|b| b.is_none()) {
-            crate::attach_current_thread();
-        }
+    if gaps && last != 0 && now > last {
+        MAX_GAP_NS.fetch_max(now - last, std::sync::atomic::Ordering::Relaxed);
     }
-    // The shared borrow of the binding lasts through the poll: bindings change
-    // only outside join trees (install, idle hook), never under a running join.
-    with_bound(|b| {
-        let Some((p, me)) = b else { return };
-        if GAP_STATS.load(std::sync::atomic::Ordering::Relaxed) && last != 0 && now > last {
-            MAX_GAP_NS.fetch_max(now - last, std::sync::atomic::Ordering::Relaxed);
-        }
-        p.host.poll_once();
-        p.serve(start, me);
-    });
+    p.host.poll_once();
 }
 
-/// The owner's side of a promoted frame: take it back if the thief has not
-/// started it (returns false: run `b` inline), or wait for the thief's `done`
-/// while running other work (returns true: the result is in the frame).
-pub(crate) fn wait_stolen(local: &Local, job: &JobHeader) -> bool {
-    let (pool, me) = current().expect("a promoted frame implies a bound worker");
-    let thief = raw::thief_of(job);
+/// The owner's side of a promoted frame handed to worker `thief`: take it
+/// back if the thief has not started it (returns false: run `b` inline), or
+/// wait for the thief's `DONE` while running other work (returns true: the
+/// result is in the frame).
+pub(crate) fn wait_stolen(local: &Local, job: &JobHeader, thief: usize) -> bool {
+    let (pool, me) = local
+        .pool()
+        .expect("a promoted frame implies a bound worker");
     let addr = job as *const JobHeader as usize;
     // Relaxed: on success the thief never read the frame.
     if pool.workers[thief]
@@ -415,6 +523,15 @@ pub(crate) fn wait_stolen(local: &Local, job: &JobHeader) -> bool {
             .backoff
             .set((local.backoff.get() * 2).min(MAX_BACKOFF));
         return false;
+    }
+    // First wait a little without asking for work: a piece stolen from a
+    // small tree is about to come back, and helping with what is left of it
+    // would cost both workers more (claiming, handing over, withdrawing)
+    // than it saves.
+    #[cfg(not(loom))]
+    {
+        let mut quiet = SpinBudget::new(QUIET_WAIT);
+        while !raw::is_done(job) && quiet.spin() {}
     }
     let ec = &pool.workers[me].ec;
     let mut spin = SpinBudget::new(if cfg!(loom) {

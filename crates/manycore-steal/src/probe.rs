@@ -19,9 +19,7 @@ impl Host for Quiet {
 /// when the thief never started it, in excess of a join whose heartbeat finds
 /// no demand. Measured on the calling thread over `iters` joins.
 pub fn promotion_cost(iters: u32) -> Duration {
-    let old = pool::max_sequential();
-    pool::set_max_sequential(1);
-    let p = Arc::new(Pool::new(2, Box::new(Quiet), Duration::ZERO));
+    let p = Arc::new(Pool::new(2, Box::new(Quiet), Duration::ZERO).with_max_sequential(1));
     let prev = pool::unbind();
     pool::bind(&p, 0);
     let run = |hungry: bool| {
@@ -44,7 +42,6 @@ pub fn promotion_cost(iters: u32) -> Duration {
     let with = run(true);
     let promoted = p.stats().promotions;
     pool::rebind(prev);
-    pool::set_max_sequential(old);
     debug_assert!(promoted >= u64::from(iters), "every join promoted");
     with.saturating_sub(base) / iters.max(1)
 }

@@ -1,26 +1,31 @@
 //! All of manycore-steal's `unsafe` code: the stack frame of a latent job,
-//! the per-thread latent list (MuSE's on-stack contexts, linked through the
-//! stack), promotion of the oldest frame, and running a promoted frame on a
-//! thief. See `README.md` beside this file for the protocol.
+//! the per-thread chain of recorded frames (MuSE's on-stack contexts, linked
+//! through the stack), promotion of the oldest latent frame, and running a
+//! promoted frame on a thief. See `README.md` beside this file for the protocol.
 //!
 //! Invariants the `SAFETY` comments below rely on:
 //!
 //! * **L1 (liveness).** A frame lives in the stack frame of its `join` call,
 //!   which does not return (nor unwind) before `a` has returned and `b` has
-//!   run or been collected. A frame's `prev` is the frame whose `a` (directly
-//!   or through a `b` run inline) created it, so `prev` outlives it; the
-//!   thread-local head `Local::tail` is set to a frame only while its `a`
-//!   runs. Hence every chain a thread walks, from a frame of a running join,
-//!   consists of live frames.
-//! * **L2 (ownership).** Only the owning thread reads or writes the list and the
-//!   frames' `prev`/`thief` cells; `Local` is `!Sync` and never leaves its thread.
-//! * **P (promotion).** A promoted frame has `thief != 0`. From the successful publication of its address (a Release CAS
-//!   into a thief's mailbox, `pool.rs`) until either the owner takes it back out
-//!   of that mailbox or the thief's Release store of `done`, the thief owns the
+//!   run or been collected. The thread-local head `Local::head` points to a
+//!   frame only while that frame's `a` runs, and a frame's `prev` is the head
+//!   it replaced (an older frame further up the same stack, or null), so
+//!   every chain a thread walks from its head consists of live frames.
+//! * **L2 (ownership).** Only the owning thread reads or writes the chain and
+//!   the frames' `prev` and `owner` fields, and only the owner moves `state`
+//!   away from `LATENT`; `Local` is `!Sync` and never leaves its thread.
+//! * **P (promotion).** A promoted frame has `state != LATENT`. From the
+//!   successful publication of its address (a Release CAS into a thief's
+//!   mailbox, `pool.rs`) until either the owner takes it back out of that
+//!   mailbox or the thief's Release store of `DONE`, the thief owns the
 //!   closure `b` and the result slot; the owner touches neither, and does not
-//!   leave `join` until it has taken the job back or seen `done` (Acquire).
+//!   leave `join` until it has taken the job back or seen `DONE` (Acquire).
+//! * **B (binding).** `Local::pool` is null or points to the pool that the
+//!   thread-local binding (`pool::BOUND`) holds an `Arc` of; both change
+//!   together, and never while a join runs on the thread.
 
-use manycore_sync::atomic::{AtomicBool, Ordering};
+use crate::pool::Pool;
+use manycore_sync::atomic::{AtomicUsize, Ordering};
 use manycore_sync::cell::UnsafeCell;
 use std::cell::Cell;
 use std::mem::MaybeUninit;
@@ -29,36 +34,64 @@ use std::ptr::{self, NonNull};
 
 use std::thread::Result as ThreadResult;
 
-/// Per-thread, owner-only state: the head of the latent chain for the plain
-/// `join`, and the heartbeat counter.
+/// Per-thread, owner-only state: the head of the chain of recorded frames,
+/// the tick counters and a cached pointer to the pool the thread works for.
 #[derive(Debug)]
 pub(crate) struct Local {
-    /// Newest frame of the plain `join` (null: none running).
-    pub(crate) tail: Cell<*const JobHeader>,
-    /// Joins left until the next heartbeat.
+    /// Newest recorded frame on this thread's stack (null: none).
+    pub(crate) head: Cell<*const JobHeader>,
+    /// Joins left until the next tick (`pool::tick`).
     pub(crate) beat: Cell<u32>,
-    /// Joins per heartbeat in adaptive mode (see `pool::HEARTBEAT_PERIOD`).
+    /// Ticks left until the next heartbeat (`pool::heartbeat`).
+    pub(crate) ticks: Cell<u32>,
+    /// Joins per tick in adaptive mode (see `pool::HEARTBEAT_PERIOD`).
     pub(crate) interval: Cell<u32>,
-    /// Heartbeat interval multiplier (a power of two): doubled when a
-    /// promoted job comes back unstolen (the thief was not running), reset
-    /// when a steal succeeds, so that promotions nobody takes cost little.
+    /// Tick interval multiplier (a power of two): doubled when a promoted
+    /// job comes back unstolen (the thief was not running), reset when a
+    /// steal succeeds, so that promotions nobody takes cost little.
     pub(crate) backoff: Cell<u32>,
     /// Timestamp (`pool::now_ns`) of the last heartbeat, 0 if none yet in this tree.
     pub(crate) last_poll: Cell<u64>,
     /// True once this thread has asked whether it is a runtime core.
     pub(crate) checked: Cell<bool>,
+    /// Whether a recorded join of the context form serves demand at once:
+    /// armed at every tick and when a stolen piece's result is collected, disarmed by
+    /// such a promotion and when a stolen job starts (so that two workers do
+    /// not hand small pieces back and forth faster than a tick).
+    pub(crate) eager: Cell<bool>,
+    /// The pool this thread is a worker of (null: none), see invariant B.
+    pub(crate) pool: Cell<*const Pool>,
+    /// This thread's worker index in `pool`.
+    pub(crate) me: Cell<usize>,
 }
 
 impl Local {
     pub(crate) const fn new() -> Self {
         Self {
-            tail: Cell::new(ptr::null()),
+            head: Cell::new(ptr::null()),
             beat: Cell::new(0),
+            ticks: Cell::new(1),
             backoff: Cell::new(1),
-            interval: Cell::new(256),
+            interval: Cell::new(64),
             last_poll: Cell::new(0),
             checked: Cell::new(false),
+            eager: Cell::new(true),
+            pool: Cell::new(ptr::null()),
+            me: Cell::new(0),
         }
+    }
+
+    /// The pool this thread works for and its index there.
+    #[inline]
+    pub(crate) fn pool(&self) -> Option<(&Pool, usize)> {
+        let p = self.pool.get();
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: invariant B: the binding holds an `Arc` of this pool for as
+        // long as the pointer is set, and it changes only outside joins, so
+        // not during the borrow the caller (a join on this thread) holds.
+        Some((unsafe { &*p }, self.me.get()))
     }
 }
 
@@ -77,6 +110,18 @@ pub(crate) fn with_local<R>(f: impl FnOnce(&Local) -> R) -> R {
     LOCAL.with(f)
 }
 
+/// Sets this thread's cached pool pointer (invariant B: called by the binding
+/// whenever it changes). A no-op while the thread-local is being destroyed.
+pub(crate) fn set_pool(pool: *const Pool, me: usize) {
+    let _ = LOCAL.try_with(|l| {
+        l.pool.set(pool);
+        l.me.set(me);
+        // The next join runs a heartbeat (which looks at the new binding).
+        l.beat.set(0);
+        l.ticks.set(1);
+    });
+}
+
 /// Calls `f` with this thread's [`Local`] without wrapping `f` in the
 /// thread-local accessor (which the optimiser would then not inline into a
 /// recursion).
@@ -88,24 +133,27 @@ pub(crate) fn with_local_flat<R>(f: impl FnOnce(&Local) -> R) -> R {
     f(unsafe { &*p })
 }
 
-/// The type-erased head of a latent job frame.
+/// `JobHeader::state` of a frame nobody has been handed.
+const LATENT: usize = 0;
+/// `JobHeader::state` once the thief has stored the result.
+const DONE: usize = usize::MAX;
+
+/// The type-erased head of a recorded job frame.
 #[derive(Debug)]
 pub(crate) struct JobHeader {
-    /// Owner-only, immutable: the enclosing (older) frame when this one was
-    /// linked, or null. Older frames outlive this one (they are further up
-    /// the same stack).
+    /// Owner-only, immutable: the chain's head when this frame was linked
+    /// (an older frame further up the same stack), or null.
     prev: *const JobHeader,
-    /// Owner-only: 0 while latent; 1 + the thief's index once promoted.
-    thief: Cell<usize>,
+    /// `LATENT`; 1 + the thief's index once promoted (owner, before
+    /// publication); `DONE` once the thief has stored the result (Release).
+    state: AtomicUsize,
     /// Runs `b` on a thief; returns the owner's worker index.
     run: unsafe fn(*const JobHeader, &Local) -> usize,
     /// The owner's worker index; written by the owner before publication.
-    owner: UnsafeCell<usize>,
-    /// Set (Release) by the thief when `b` has run and its result is stored.
-    done: AtomicBool,
+    owner: UnsafeCell<MaybeUninit<usize>>,
 }
 
-/// A latent job: `b` and the slot for its result, on the stack of `join`.
+/// A recorded job: `b` and the slot for its result, on the stack of `join`.
 #[repr(C)]
 struct Frame<B, RB> {
     header: JobHeader,
@@ -115,7 +163,7 @@ struct Frame<B, RB> {
 
 impl<B, RB> Frame<B, RB>
 where
-    B: FnOnce(&Local, *const JobHeader, bool) -> RB + Send,
+    B: FnOnce(bool) -> RB + Send,
     RB: Send,
 {
     #[inline(always)]
@@ -123,10 +171,9 @@ where
         Self {
             header: JobHeader {
                 prev,
-                thief: Cell::new(0),
+                state: AtomicUsize::new(LATENT),
                 run: run_frame::<B, RB>,
-                owner: UnsafeCell::new(0),
-                done: AtomicBool::new(false),
+                owner: UnsafeCell::new(MaybeUninit::uninit()),
             },
             b: UnsafeCell::new(MaybeUninit::new(b)),
             result: UnsafeCell::new(MaybeUninit::uninit()),
@@ -147,38 +194,42 @@ where
     /// Moves the thief's result out.
     ///
     /// # Safety
-    /// The thief has stored the result and the caller has seen `done` (Acquire).
+    /// The thief has stored the result and the caller has seen `DONE` (Acquire).
     unsafe fn take_result(&self) -> ThreadResult<RB> {
         // SAFETY: per the contract, the result slot was written before the
-        // Release store of `done` that the caller observed with Acquire.
+        // Release store of `DONE` that the caller observed with Acquire.
         self.result.with(|p| unsafe { (*p).assume_init_read() })
     }
 }
 
-/// The thief side of a promoted frame: run `b`, store its result, publish `done`.
+/// The thief side of a promoted frame: run `b`, store its result, publish `DONE`.
 ///
 /// # Safety
 /// `job` is the header of a live `Frame<B, RB>` that was published to the
 /// calling thread (invariant P), and it is run once.
 unsafe fn run_frame<B, RB>(job: *const JobHeader, local: &Local) -> usize
 where
-    B: FnOnce(&Local, *const JobHeader, bool) -> RB + Send,
+    B: FnOnce(bool) -> RB + Send,
     RB: Send,
 {
     // SAFETY: `job` points to the header at offset 0 of a live `Frame<B, RB>`
-    // (repr(C)); the owner waits for `done` before the frame goes away.
+    // (repr(C)); the owner waits for `DONE` before the frame goes away.
     let frame = unsafe { &*job.cast::<Frame<B, RB>>() };
     // SAFETY: under invariant P the thief owns `b` now, and runs it once.
     let b = unsafe { frame.take_b() };
-    let r = panic::catch_unwind(AssertUnwindSafe(|| b(local, local.tail.get(), true)));
-    // SAFETY: the thief owns the result slot until it publishes `done`.
+    let r = panic::catch_unwind(AssertUnwindSafe(|| b(true)));
+    // SAFETY: the thief owns the result slot until it publishes `DONE`.
     frame.result.with_mut(|p| unsafe { (*p).write(r) });
     // SAFETY: `owner` was written before publication (Release CAS, observed
     // by our Acquire) and is not written again.
-    let owner = frame.header.owner.with(|p| unsafe { *p });
-    // Release; pairs with the Acquire load of `done` in `Pool::wait_stolen`:
-    // the owner sees the result. The frame may be gone right after this store.
-    frame.header.done.store(true, Ordering::Release);
+    let owner = frame.header.owner.with(|p| unsafe { (*p).assume_init() });
+    // This worker is about to be idle: ask for work before the owner can see
+    // `DONE`, so that its next recorded join already sees the demand.
+    crate::pool::ask_for_work(local);
+    // Release; pairs with the Acquire loads of `state` by the owner (`join`,
+    // `is_done`): the owner sees the result (and the demand). The frame may
+    // be gone right after this store.
+    frame.header.state.store(DONE, Ordering::Release);
     owner
 }
 
@@ -199,120 +250,92 @@ pub(crate) unsafe fn run_stolen(job: NonNull<JobHeader>, local: &Local) -> usize
 /// with the Release store in `run_frame`).
 #[inline]
 pub(crate) fn is_done(job: &JobHeader) -> bool {
-    job.done.load(Ordering::Acquire)
+    job.state.load(Ordering::Acquire) == DONE
 }
 
-/// The thief a promoted frame was handed to (owner only).
-pub(crate) fn thief_of(job: &JobHeader) -> usize {
-    job.thief.get() - 1
-}
-
-/// A frame handed out by [`promote_oldest`], to be undone by [`unpromote`].
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Promotion {
-    pub(crate) job: NonNull<JobHeader>,
-}
-
-/// Marks the oldest latent frame on the chain that starts at `start` (the
-/// frame of the join whose heartbeat this is) promoted, to be handed to
-/// worker `thief`. The chain ends at null or at a promoted frame: frames are
-/// promoted oldest first, so everything beyond one is promoted too.
-pub(crate) fn promote_oldest(
-    start: *const JobHeader,
-    owner: usize,
-    thief: usize,
-) -> Option<Promotion> {
+/// The oldest latent frame on the chain that starts at `start` (the head of
+/// the calling thread's chain). The chain's latent frames are its young end:
+/// frames are promoted oldest first, so the walk stops at null or at the
+/// first frame that is not latent.
+pub(crate) fn oldest_latent(start: *const JobHeader) -> Option<NonNull<JobHeader>> {
     let mut oldest: *const JobHeader = ptr::null();
     let mut cur = start;
-    // SAFETY: every frame on the chain is live (L1: an enclosing frame outlives
-    // the frames linked under it) and owned by this thread (L2).
+    // SAFETY: every frame on the chain is live (L1) and its `prev` is
+    // owner-only (L2); `state` is atomic.
     unsafe {
-        while !cur.is_null() && (*cur).thief.get() == 0 {
+        while !cur.is_null() && (*cur).state.load(Ordering::Relaxed) == LATENT {
             oldest = cur;
             cur = (*cur).prev;
         }
     }
-    let job = NonNull::new(oldest.cast_mut())?;
-    // SAFETY: `oldest` is a live latent frame of this thread, not yet published,
-    // so no other thread accesses `owner`.
+    NonNull::new(oldest.cast_mut())
+}
+
+/// Marks a latent frame found by [`oldest_latent`] promoted to worker
+/// `thief`, before it is published; undone by [`unpromote`].
+pub(crate) fn promote(job: NonNull<JobHeader>, owner: usize, thief: usize) {
+    // SAFETY: `job` is a live latent frame of this thread (L1), not yet
+    // published, so no other thread accesses `owner` or `state` (L2).
     unsafe {
         let f = job.as_ref();
-        f.thief.set(thief + 1);
-        f.owner.with_mut(|p| *p = owner);
+        f.owner.with_mut(|p| (*p).write(owner));
+        f.state.store(thief + 1, Ordering::Relaxed);
     }
-    Some(Promotion { job })
 }
 
-/// Undoes a [`promote_oldest`] whose publication failed (the frame was never
-/// seen by another thread).
-pub(crate) fn unpromote(p: Promotion) {
+/// Undoes a [`promote`] whose publication failed (the frame was never seen
+/// by another thread).
+pub(crate) fn unpromote(job: NonNull<JobHeader>) {
     // SAFETY: the frame is still live on this thread's stack (L1) and was
     // never published, so it is ours alone (L2).
-    unsafe { p.job.as_ref().thief.set(0) };
+    unsafe { job.as_ref().state.store(LATENT, Ordering::Relaxed) };
 }
 
-/// The heart of `join`: records `b` as latent, runs `a`, then runs `b` inline
-/// if it is still latent, or collects it from the thief that took it.
+/// A recorded join: links a frame holding `b` into the chain, runs `a`, then
+/// runs `b` inline if it is still latent, or collects it from the thief that
+/// took it. `b` is told whether it runs on a thief.
 ///
-/// `tail` is the enclosing latent frame (the chain promotion walks); `a` is
-/// given this join's frame as its `tail`. With `TLS`, the thread-local list
-/// head follows along (the plain `join`); the context form passes the chain
-/// in its `Ctx` instead and touches no thread-local state but the heartbeat.
+/// With `EAGER`, the join also serves a hungry worker at once (one load of
+/// the demand word) rather than only at the next tick.
 ///
 /// Fast path: a few plain loads and stores; no atomic RMW, fence or allocation.
 #[inline(always)]
-pub(crate) fn join<const TLS: bool, A, B, RA, RB>(
-    local: &Local,
-    tail: *const JobHeader,
-    a: A,
-    b: B,
-) -> (RA, RB)
+pub(crate) fn join<const EAGER: bool, A, B, RA, RB>(local: &Local, a: A, b: B) -> (RA, RB)
 where
-    A: FnOnce(*const JobHeader) -> RA,
-    B: FnOnce(&Local, *const JobHeader, bool) -> RB + Send,
+    A: FnOnce() -> RA,
+    B: FnOnce(bool) -> RB + Send,
     RB: Send,
 {
-    let frame = Frame::new(b, tail);
-    let me: *const JobHeader = &frame.header;
-    if TLS {
-        local.tail.set(me);
-    }
+    let prev = local.head.get();
+    let frame = Frame::new(b, prev);
+    local.head.set(&frame.header);
     let ra = panic::catch_unwind(AssertUnwindSafe(|| {
         let n = local.beat.get();
         if n == 0 {
-            crate::pool::heartbeat(local, me);
+            crate::pool::tick(local);
         } else {
             local.beat.set(n - 1);
+            if EAGER {
+                crate::pool::serve_if_hungry(local);
+            }
         }
-        a(me)
+        a()
     }));
-    if TLS {
-        local.tail.set(tail);
-    }
-    if frame.header.thief.get() == 0 {
-        // SAFETY: never published (not promoted), so the owner owns `b`; taken once.
+    local.head.set(prev);
+    // Acquire; pairs with the Release store of `DONE` in `run_frame`.
+    if frame.header.state.load(Ordering::Acquire) == LATENT {
+        // SAFETY: never published (still latent), so the owner owns `b`; taken once.
         let b = unsafe { frame.take_b() };
-        finish_inline(ra, move || b(local, tail, false))
+        finish_inline(ra, move || b(false))
     } else {
-        join_promoted(local, tail, &frame, ra)
+        join_promoted(local, &frame, ra)
     }
 }
 
-/// A join of the context form below its latent window: `a` then `b` as plain
-/// calls, with the heartbeat counted, and Rayon's panic semantics.
+/// An unrecorded join: `a` then `b` as plain calls, with Rayon's panic
+/// semantics (the caller has counted the join).
 #[inline(always)]
-pub(crate) fn join_unrecorded<RA, RB>(
-    local: &Local,
-    tail: *const JobHeader,
-    a: impl FnOnce() -> RA,
-    b: impl FnOnce() -> RB,
-) -> (RA, RB) {
-    let n = local.beat.get();
-    if n == 0 {
-        crate::pool::heartbeat(local, tail);
-    } else {
-        local.beat.set(n - 1);
-    }
+pub(crate) fn join_unrecorded<RA, RB>(a: impl FnOnce() -> RA, b: impl FnOnce() -> RB) -> (RA, RB) {
     let ra = panic::catch_unwind(AssertUnwindSafe(a));
     finish_inline(ra, b)
 }
@@ -321,28 +344,32 @@ pub(crate) fn join_unrecorded<RA, RB>(
 fn finish_inline<RA, RB>(ra: ThreadResult<RA>, b: impl FnOnce() -> RB) -> (RA, RB) {
     match ra {
         Ok(ra) => (ra, b()),
-        Err(p) => {
-            // Rayon semantics: both closures run; `a`'s panic wins.
-            let _ = panic::catch_unwind(AssertUnwindSafe(b));
-            panic::resume_unwind(p)
-        }
+        Err(p) => a_panicked(p, b),
     }
+}
+
+/// Rayon semantics: both closures run; `a`'s panic wins. Out of line, so that
+/// the joins' landing pads hand the payload on at once and keep no registers
+/// of their own across calls (fewer registers to save on every join).
+#[cold]
+#[inline(never)]
+fn a_panicked<RB>(p: Box<dyn std::any::Any + Send>, b: impl FnOnce() -> RB) -> ! {
+    let _ = panic::catch_unwind(AssertUnwindSafe(b));
+    panic::resume_unwind(p)
 }
 
 #[cold]
 #[inline(never)]
-fn join_promoted<B, RA, RB>(
-    local: &Local,
-    tail: *const JobHeader,
-    frame: &Frame<B, RB>,
-    ra: ThreadResult<RA>,
-) -> (RA, RB)
+fn join_promoted<B, RA, RB>(local: &Local, frame: &Frame<B, RB>, ra: ThreadResult<RA>) -> (RA, RB)
 where
-    B: FnOnce(&Local, *const JobHeader, bool) -> RB + Send,
+    B: FnOnce(bool) -> RB + Send,
     RB: Send,
 {
-    if crate::pool::wait_stolen(local, &frame.header) {
-        // SAFETY: `wait_stolen` returned true only after seeing `done` (Acquire).
+    let state = frame.header.state.load(Ordering::Acquire);
+    if state == DONE || crate::pool::wait_stolen(local, &frame.header, state - 1) {
+        // The piece came back: the next recorded join may hand out another.
+        local.eager.set(true);
+        // SAFETY: we saw `DONE` (Acquire), here or in `wait_stolen`.
         let rb = unsafe { frame.take_result() };
         match (ra, rb) {
             (Ok(ra), Ok(rb)) => (ra, rb),
@@ -352,6 +379,6 @@ where
         // SAFETY: the owner took the job back out of the thief's mailbox
         // before the thief saw it, so the owner owns `b` again; taken once.
         let b = unsafe { frame.take_b() };
-        finish_inline(ra, move || b(local, tail, false))
+        finish_inline(ra, move || b(false))
     }
 }

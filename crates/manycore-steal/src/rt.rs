@@ -19,11 +19,9 @@ impl Host for RtHost {
         manycore_rt::poll_once()
     }
     fn notify(&self, i: usize) {
-        // A message rather than `Core::notify`: the core's sleep re-checks its
-        // rings, not the idle hook, so a bare doorbell ring that lands between
-        // the hook and the sleep would be lost; an (empty) message is not.
-        // Its arrival makes the core's loop run the idle hook again.
-        let _ = self.cores[i].spawn(|| {});
+        // Sticky: a notify that lands between the core's idle hook and its
+        // sleep stops the sleep, and the core's loop runs the hook again.
+        self.cores[i].notify();
     }
 }
 
@@ -111,6 +109,7 @@ impl StealExt for Runtime {
             return f();
         }
         let inv = self.core(0).call(move || {
+            attach_current_thread();
             crate::raw::with_local(|l| l.last_poll.set(0));
             panic::catch_unwind(AssertUnwindSafe(f))
         });

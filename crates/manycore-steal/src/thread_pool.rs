@@ -30,6 +30,7 @@ pub struct ThreadPoolBuilder {
     idle_spin: Duration,
     wait_spin: Duration,
     pin: bool,
+    max_sequential: u32,
 }
 
 impl Default for ThreadPoolBuilder {
@@ -39,6 +40,7 @@ impl Default for ThreadPoolBuilder {
             idle_spin: Duration::from_micros(50),
             wait_spin: Duration::from_micros(20),
             pin: false,
+            max_sequential: 0,
         }
     }
 }
@@ -65,9 +67,19 @@ impl ThreadPoolBuilder {
         self.pin = pin;
         self
     }
+    /// This pool's own `MAX_SEQUENTIAL`: its workers tick (serve demand) and
+    /// poll every `n` joins; 0 (the default) follows the process-wide
+    /// [`set_max_sequential`](crate::set_max_sequential).
+    pub fn max_sequential(mut self, n: u32) -> Self {
+        self.max_sequential = n;
+        self
+    }
     /// Starts the pool's threads.
     pub fn build(self) -> ThreadPool {
-        let pool = Arc::new(Pool::new(self.workers, Box::new(NoHost), self.wait_spin));
+        let pool = Arc::new(
+            Pool::new(self.workers, Box::new(NoHost), self.wait_spin)
+                .with_max_sequential(self.max_sequential),
+        );
         let stop = Arc::new(AtomicBool::new(false));
         let threads = (1..pool.len())
             .map(|i| {
@@ -168,11 +180,17 @@ impl ThreadPool {
         let guard = self.entry.lock().unwrap_or_else(|e| e.into_inner());
         let prev = pool::unbind();
         pool::bind(&self.pool, 0);
-        raw::with_local(|l| l.last_poll.set(0));
+        // Frames of joins around this call (another pool's) are not this
+        // pool's to hand out: hide them for the duration.
+        let head = raw::with_local(|l| {
+            l.last_poll.set(0);
+            l.head.replace(std::ptr::null())
+        });
         let r = panic::catch_unwind(AssertUnwindSafe(f));
         if let Some(j) = self.pool.withdraw(0) {
             raw::with_local(|l| self.pool.run_job(j, l));
         }
+        raw::with_local(|l| l.head.set(head));
         pool::rebind(prev);
         // Unlock before resuming a panic, so the lock is not poisoned.
         drop(guard);

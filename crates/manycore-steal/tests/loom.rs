@@ -10,6 +10,15 @@
 use manycore_steal::{join, ThreadPool};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+/// A pool of `workers` whose threads tick every `max_sequential` joins (its
+/// own setting: the models run in parallel and must not share one).
+fn pool(workers: usize, max_sequential: u32) -> ThreadPool {
+    ThreadPool::builder()
+        .workers(workers)
+        .max_sequential(max_sequential)
+        .build()
+}
+
 fn model(f: impl Fn() + Sync + Send + 'static) {
     let mut b = loom::model::Builder::new();
     if b.preemption_bound.is_none() {
@@ -25,8 +34,7 @@ fn steal_and_join() {
     static STOLEN: AtomicUsize = AtomicUsize::new(0);
     static RECLAIMED: AtomicUsize = AtomicUsize::new(0);
     model(|| {
-        manycore_steal::set_max_sequential(1);
-        let pool = ThreadPool::builder().workers(2).build();
+        let pool = pool(2, 1);
         let r = pool.install(|| join(|| join(|| 1, || 2), || 3));
         assert_eq!(r, ((1, 2), 3));
         let s = pool.stats();
@@ -44,8 +52,7 @@ fn steal_and_join() {
 #[test]
 fn stolen_panic_propagates() {
     model(|| {
-        manycore_steal::set_max_sequential(1);
-        let pool = ThreadPool::builder().workers(2).build();
+        let pool = pool(2, 1);
         let r = catch_unwind(AssertUnwindSafe(|| {
             pool.install(|| join(|| 1, || -> u32 { std::panic::panic_any(7u32) }))
         }));
@@ -61,8 +68,7 @@ fn three_workers_leapfrog() {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(1);
     b.check(|| {
-        manycore_steal::set_max_sequential(1);
-        let pool = ThreadPool::builder().workers(3).build();
+        let pool = pool(3, 1);
         let r = pool.install(|| join(|| join(|| 1, || 2), || join(|| 3, || 4)));
         assert_eq!(r, ((1, 2), (3, 4)));
         drop(pool);
@@ -72,12 +78,30 @@ fn three_workers_leapfrog() {
 #[test]
 fn context_form_chain() {
     model(|| {
-        manycore_steal::set_max_sequential(1);
-        let pool = ThreadPool::builder().workers(2).build();
+        let pool = pool(2, 1);
         let r = pool.install(|| {
             manycore_steal::with_ctx(|s| s.join(|s| s.join(|_| 1, |_| 2), |s| s.join(|_| 3, |_| 4)))
         });
         assert_eq!(r, ((1, 2), (3, 4)));
+        drop(pool);
+    });
+}
+
+#[test]
+fn context_form_eager() {
+    // Ticks every other join, so recorded joins between ticks serve demand
+    // eagerly (serve_if_hungry) as well as at ticks.
+    model(|| {
+        let pool = pool(2, 2);
+        let r = pool.install(|| {
+            manycore_steal::with_ctx(|s| {
+                s.join(
+                    |s| s.join(|_| 1, |s| s.join(|_| 2, |_| 3)),
+                    |s| s.join(|_| 4, |_| 5),
+                )
+            })
+        });
+        assert_eq!(r, ((1, (2, 3)), (4, 5)));
         drop(pool);
     });
 }

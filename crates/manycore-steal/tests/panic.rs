@@ -2,17 +2,12 @@
 //! the worker stays usable afterwards.
 #![cfg(not(loom))]
 
+mod common;
+
+use common::fib as busy;
 use manycore_steal::{join, scope, ThreadPool};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-fn busy(n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = join(|| busy(n - 1), || busy(n - 2));
-    a + b
-}
 
 fn msg(p: Box<dyn std::any::Any + Send>) -> String {
     p.downcast_ref::<&str>()
@@ -90,8 +85,7 @@ fn panics_propagate_outside_pool() {
 
 #[test]
 fn panics_propagate_in_pool() {
-    manycore_steal::set_max_sequential(2);
-    let pool = ThreadPool::new(2);
+    let pool = ThreadPool::builder().workers(2).max_sequential(2).build();
     check(Some(&pool));
     assert_eq!(pool.install(|| busy(18)), 2584);
 }

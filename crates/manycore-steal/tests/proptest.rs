@@ -52,10 +52,7 @@ fn par_ctx(s: Ctx<'_>, t: &Tree) -> u64 {
 
 fn pool() -> &'static ThreadPool {
     static POOL: OnceLock<ThreadPool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        manycore_steal::set_max_sequential(3);
-        ThreadPool::new(3)
-    })
+    POOL.get_or_init(|| ThreadPool::builder().workers(3).max_sequential(3).build())
 }
 
 proptest! {

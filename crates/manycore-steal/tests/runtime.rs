@@ -2,39 +2,13 @@
 //! and heartbeat polling of cross-core messages while a join tree runs.
 #![cfg(not(loom))]
 
-use manycore_rt::{IdlePolicy, Runtime};
-use manycore_steal::{join, scope, with_ctx, Ctx, StealExt};
+mod common;
+
+use common::{fib, fib_ctx, rt};
+use manycore_steal::{join, scope, with_ctx, StealExt};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
-
-fn fib(n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = join(|| fib(n - 1), || fib(n - 2));
-    a + b
-}
-
-fn fib_ctx(s: Ctx<'_>, n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = s.join(|s| fib_ctx(s, n - 1), |s| fib_ctx(s, n - 2));
-    a + b
-}
-
-fn rt(n: usize) -> Runtime {
-    Runtime::builder()
-        .cores(n)
-        .idle(IdlePolicy::Hybrid {
-            spin: Duration::from_micros(20),
-        })
-        .pin(false)
-        .build()
-        .unwrap()
-}
 
 #[test]
 fn install_computes_on_cores() {

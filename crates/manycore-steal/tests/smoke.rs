@@ -1,24 +1,11 @@
 //! Public-API smoke tests: join, the context form, scope, ThreadPool.
 #![cfg(not(loom))]
 
-use manycore_steal::{join, scope, with_ctx, Ctx, ThreadPool};
+mod common;
+
+use common::{fib, fib_ctx};
+use manycore_steal::{join, scope, with_ctx, ThreadPool};
 use std::sync::atomic::{AtomicUsize, Ordering};
-
-fn fib(n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = join(|| fib(n - 1), || fib(n - 2));
-    a + b
-}
-
-fn fib_ctx(s: Ctx<'_>, n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = s.join(|s| fib_ctx(s, n - 1), |s| fib_ctx(s, n - 2));
-    a + b
-}
 
 #[test]
 fn join_outside_any_pool_is_sequential() {
@@ -32,8 +19,7 @@ fn join_outside_any_pool_is_sequential() {
 
 #[test]
 fn pool_computes_and_steals() {
-    manycore_steal::set_max_sequential(1);
-    let pool = ThreadPool::builder().workers(2).build();
+    let pool = ThreadPool::builder().workers(2).max_sequential(1).build();
     // Correct whatever happens; repeat until the thief (which may not be
     // scheduled at all for a while on a loaded machine) has taken some work.
     for i in 0..5000 {
@@ -44,7 +30,6 @@ fn pool_computes_and_steals() {
         }
     }
     assert!(pool.stats().promotions > 0, "{:?}", pool.stats());
-    manycore_steal::set_max_sequential(manycore_steal::DEFAULT_MAX_SEQUENTIAL);
 }
 
 #[test]
@@ -100,5 +85,16 @@ fn pools_come_and_go() {
     for w in 1..=4 {
         let pool = ThreadPool::new(w);
         assert_eq!(pool.install(|| fib(14)), 377);
+    }
+}
+
+#[test]
+fn pool_inside_another_pools_join() {
+    // B's workers must not be handed A's frames (install hides them).
+    let a = ThreadPool::builder().workers(2).max_sequential(1).build();
+    let b = ThreadPool::builder().workers(2).max_sequential(1).build();
+    for _ in 0..20 {
+        let r = a.install(|| join(|| b.install(|| fib(14)), || fib(14)));
+        assert_eq!(r, (377, 377));
     }
 }
