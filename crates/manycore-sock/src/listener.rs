@@ -111,6 +111,9 @@ impl Listener {
         loop {
             let now = Instant::now();
             let mut pend = lock(&self.pending);
+            // Connectors that gave up (or died) make room at once, also
+            // when a call below returns before reaching them.
+            pend.retain(|p| !raw::hung_up(&p.sock));
             while pend.len() < cap {
                 match raw::accept(&self.rv.fd)? {
                     Some(sock) => pend.push(Pending { sock, since: now }),

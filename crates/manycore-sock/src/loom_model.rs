@@ -1,12 +1,14 @@
 //! A loom model of one ring direction (the fragment ring of `ring.rs` with
 //! the doorbell protocol of `README.md`), built only under `--cfg loom`.
-//! Memory is a vector of atomic bytes: loom explores relaxed reorderings, so a
+//! Memory is a vector of atomic words (fewer operations for loom to
+//! interleave than bytes; only the writer stores data, so a partial word is
+//! a plain load-modify-store): loom explores relaxed reorderings, so a
 //! missing Release/Acquire pair shows up as stale bytes, a lost wakeup as a
 //! deadlock.
 
 use crate::layout::{ConnSlot, ConsumerLine, Layout, ProducerLine};
 use crate::ring::{self, RingMem, RingRef, RxState, TxState};
-use manycore_sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use manycore_sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use manycore_sync::{Arc, SharedEventCount};
 
 /// The memory of one ring: a slot and a tiny data area.
@@ -14,7 +16,7 @@ use manycore_sync::{Arc, SharedEventCount};
 pub struct Model {
     layout: Layout,
     slot: ConnSlot,
-    data: Vec<AtomicU8>,
+    data: Vec<AtomicU64>,
 }
 
 impl RingMem for Model {
@@ -35,11 +37,21 @@ impl RingMem for Model {
         let Some(o) = off.checked_sub(self.layout.data_off) else {
             return false;
         };
-        if o + src.len() > self.data.len() {
+        if o + src.len() > self.data.len() * 8 {
             return false;
         }
-        for (i, &b) in src.iter().enumerate() {
-            self.data[o + i].store(b, Ordering::Relaxed);
+        let mut i = 0;
+        while i < src.len() {
+            let (w, b) = ((o + i) / 8, (o + i) % 8);
+            let n = (8 - b).min(src.len() - i);
+            let mut bytes = if n == 8 {
+                [0u8; 8]
+            } else {
+                self.data[w].load(Ordering::Relaxed).to_le_bytes()
+            };
+            bytes[b..b + n].copy_from_slice(&src[i..i + n]);
+            self.data[w].store(u64::from_le_bytes(bytes), Ordering::Relaxed);
+            i += n;
         }
         true
     }
@@ -47,11 +59,16 @@ impl RingMem for Model {
         let Some(o) = off.checked_sub(self.layout.data_off) else {
             return false;
         };
-        if o + dst.len() > self.data.len() {
+        if o + dst.len() > self.data.len() * 8 {
             return false;
         }
-        for (i, b) in dst.iter_mut().enumerate() {
-            *b = self.data[o + i].load(Ordering::Relaxed);
+        let mut i = 0;
+        while i < dst.len() {
+            let (w, b) = ((o + i) / 8, (o + i) % 8);
+            let n = (8 - b).min(dst.len() - i);
+            let bytes = self.data[w].load(Ordering::Relaxed).to_le_bytes();
+            dst[i..i + n].copy_from_slice(&bytes[b..b + n]);
+            i += n;
         }
         true
     }
@@ -91,7 +108,7 @@ pub fn pair(data_size: usize, chunk: u32) -> (Writer, Reader) {
             space_ec: SharedEventCount::new_shared(),
         },
     };
-    let data = (0..data_size).map(|_| AtomicU8::new(0)).collect();
+    let data = (0..data_size / 8).map(|_| AtomicU64::new(0)).collect();
     let m = Arc::new(Model { layout, slot, data });
     let mut st = TxState::new(chunk);
     st.ready = true;

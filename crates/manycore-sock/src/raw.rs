@@ -7,8 +7,7 @@ use crate::layout::{ConnSlot, RegionHeader};
 use manycore_sync::atomic::AtomicU64;
 use std::ffi::CString;
 use std::io;
-use std::os::fd::BorrowedFd;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::path::Path;
 use std::ptr::NonNull;
 use std::time::Duration;
@@ -175,6 +174,13 @@ pub(crate) fn memfd(name: &str, len: usize) -> io::Result<OwnedFd> {
     set_len(&fd, len)?;
     // SAFETY: fcntl on a valid descriptor with integer argument.
     cvt(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, REGION_SEALS) })?;
+    // Sealed now; the size can no longer change (nothing else in this
+    // process should have touched it, but check before anyone maps it).
+    if fstat(fd.as_fd())?.1 != len as u64 {
+        return Err(io::Error::other(
+            "manycore-sock: memfd resized while sealing",
+        ));
+    }
     Ok(fd)
 }
 

@@ -94,7 +94,7 @@ pub(crate) struct RxState {
     pub cur: Option<(usize, usize, usize, usize)>,
     pub broken: bool,
     pub eof: bool,
-    /// `tail` when we last looked for a sleeping writer (see `release`).
+    /// `tail` when we last woke the writer (see `release`).
     pub told: u64,
 }
 
@@ -288,37 +288,39 @@ fn tell_reader<M: RingMem>(r: &RingRef<'_, M>, st: &mut TxState) {
 }
 
 /// Publishes `tail`. Wakes a sleeping writer when `tail` first reaches the
-/// point the writer asked to be woken at (half the chunk free), and at the
-/// end of the `try_read` call (so no release goes untold), not at every
-/// fragment: a writer woken but not running yet would cost a futex call
-/// per fragment.
+/// point the writer asked to be woken at (half the chunk free), not at
+/// every fragment after it: a writer woken but not running yet would cost
+/// a futex call per fragment. `try_read` ends with a look too.
 #[inline]
 fn release<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState) {
     // Release: our copies out happen-before the writer reuses the space;
     // pairs with the Acquire in `refresh_tail`.
     r.slot.cons.tail.store(st.tail, Ordering::Release);
     // SeqCst: makes `tail` visible now, and pairs with the fence in the
-    // writer's prepare_wait for `tell_writer`.
+    // writer's prepare_wait.
     fence(Ordering::SeqCst);
-    // Relaxed: a hint; a stale or garbage value costs an early wake or a
-    // 20 ms slice.
-    let want = r.slot.prod.want_tail.load(Ordering::Relaxed);
-    if st.tail >= want && st.told < want {
+    // `want_tail` lives on the writer's line: read it only when a writer
+    // waits (a load per fragment would pull that line over every time).
+    if r.slot.cons.space_ec.has_waiters() {
         tell_writer(r, st);
     }
 }
 
-/// Wakes the writer if it announced it is sleeping and enough space is
-/// free (hysteresis). Called after a SeqCst fence that follows the last
-/// `tail` store.
+/// Wakes the writer if it announced it is sleeping, enough space is free
+/// (hysteresis) and it was not woken for this wait yet. Called after a
+/// SeqCst fence that follows the last `tail` store.
 #[inline]
 fn tell_writer<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState) {
-    if r.slot.cons.space_ec.has_waiters()
-        && st.tail >= r.slot.prod.want_tail.load(Ordering::Relaxed)
-    {
-        r.slot.cons.space_ec.notify_one_after_fence();
+    if !r.slot.cons.space_ec.has_waiters() {
+        return;
     }
-    st.told = st.tail;
+    // Relaxed: a hint; a stale or garbage value costs an early wake or a
+    // 20 ms slice.
+    let want = r.slot.prod.want_tail.load(Ordering::Relaxed);
+    if st.tail >= want && st.told < want {
+        r.slot.cons.space_ec.notify_one_after_fence();
+        st.told = st.tail;
+    }
 }
 
 /// Before sleeping on a full ring: ask to be woken when half the chunk is
@@ -356,6 +358,16 @@ fn refresh_head<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState) -> io::Result<
         return Err(invalid("ring head"));
     }
     let changed = h != st.head;
+    if changed && st.head == st.tail {
+        // The writer restarts at offset 0 only from an empty ring, so a
+        // restart can sit at `tail` only when we had caught up with `head`
+        // (no fragment in progress): `reset`, on the writer's line, is read
+        // here and not before every fragment. Relaxed: written before the
+        // `head` Release we acquired above.
+        if r.slot.prod.reset.load(Ordering::Relaxed) == st.tail {
+            st.roff = 0;
+        }
+    }
     st.head = h;
     Ok(changed)
 }
@@ -392,9 +404,10 @@ pub(crate) fn try_read<M: RingMem>(
         return Err(invalid("ring state (earlier)"));
     }
     let mut n = 0usize;
+    let start = st.tail;
     let res = read_loop(r, st, buf, &mut n);
     // No release of this call goes untold: the writer may be about to sleep.
-    if st.told != st.tail {
+    if st.tail != start {
         fence(Ordering::SeqCst);
         tell_writer(r, st);
     }
@@ -443,10 +456,6 @@ fn read_loop<M: RingMem>(
         }
         if st.head == st.tail && !refresh_head(r, st)? {
             return Ok(());
-        }
-        // Relaxed: written before the `head` Release we acquired above.
-        if r.slot.prod.reset.load(Ordering::Relaxed) == st.tail {
-            st.roff = 0;
         }
         if st.roff + FRAG_HDR > max {
             st.broken = true;

@@ -43,3 +43,23 @@ fn chunk_shrinks_mid_stream() {
         t.join().unwrap();
     });
 }
+
+#[test]
+fn deferred_doorbell_at_the_end_of_a_write() {
+    model(|| {
+        // 128-byte chunk: the second write wraps, so one try_write commits
+        // two fragments; the second is below a quarter chunk and is told
+        // only by the look at the end of the call.
+        let (mut w, mut r) = pair(128, 128);
+        let first: Vec<u8> = (0..104).collect();
+        let t = loom::thread::spawn(move || {
+            w.write_all(&first);
+            w.write_all(&[200; 12]);
+        });
+        let mut buf = [0u8; 116];
+        r.read_exact(&mut buf);
+        assert!(buf[..104].iter().enumerate().all(|(i, &b)| b == i as u8));
+        assert_eq!(buf[104..], [200; 12]);
+        t.join().unwrap();
+    });
+}

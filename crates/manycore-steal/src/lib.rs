@@ -112,7 +112,7 @@ where
 /// so that deep recursions always have some latent work. Promotion takes the
 /// oldest frame, the biggest piece of work; the top levels hold the big
 /// pieces, and a thief records the top levels of what it stole.
-pub const LATENT_WINDOW: u32 = 6;
+pub const LATENT_WINDOW: u32 = 4;
 
 /// The context-passing form of [`join`] (as in `chili`): a handle on the
 /// calling worker, passed down the recursion by value, that carries the
