@@ -159,7 +159,7 @@ pub(crate) fn completion<T>() -> (Tx<T>, Rx<T>) {
 
 /// Loom models only: a completion and a probe that tells whether its record
 /// was freed (records are never deallocated under loom).
-#[cfg(loom)]
+#[cfg(all(loom, test))]
 pub(crate) fn completion_with_probe<T>() -> (Tx<T>, Rx<T>, impl Fn() -> bool) {
     let (tx, rx) = completion::<T>();
     let p = tx.p.as_ptr() as usize;
