@@ -6,7 +6,7 @@ use crate::endpoint::EpParams;
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// How a blocked `read`/`write` waits for its peer.
+/// How a blocked `read`/`write`/`accept` waits for its peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitMode {
     /// Busy-poll (lowest latency, burns a CPU). Still bounded: every 10 ms the
@@ -43,8 +43,8 @@ pub struct Config {
     /// kernel queues exactly this many at the rendezvous socket; a connector
     /// beyond it is refused). Default 64.
     pub backlog: u32,
-    /// Wait policy given to accepted streams (`accept` itself sleeps in
-    /// poll(2) on the rendezvous socket).
+    /// Wait policy given to accepted streams and to `accept` itself (which
+    /// spins per it, then sleeps in poll(2) on the rendezvous socket).
     pub wait_mode: WaitMode,
 }
 

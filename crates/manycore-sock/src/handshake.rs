@@ -14,6 +14,7 @@ use crate::raw;
 use crate::region::Shm;
 use crate::stream::{Conn, PeerAddr, RxRing, Stream};
 use manycore_sync::atomic::Ordering;
+use manycore_sync::SpinBudget;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
@@ -27,6 +28,8 @@ const REP_MAGIC: u32 = u32::from_le_bytes(*b"MCSR");
 const WIRE_VERSION: u32 = crate::layout::VERSION;
 /// Both messages are eight little-endian u32 words.
 const MSG_LEN: usize = 32;
+/// How long a connector spins for the reply before it sleeps in poll(2).
+const REPLY_SPIN: Duration = Duration::from_micros(200);
 /// Reply status words.
 const ST_OK: u32 = 0;
 const ST_REFUSED: u32 = 1;
@@ -127,6 +130,7 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
         let _ = std::fs::write(d.join(format!("{}.{n}", raw::getpid())), b"posted");
     }
     let mut buf = [0u8; MSG_LEN + 8];
+    let mut spin = SpinBudget::new(REPLY_SPIN);
     let reply = loop {
         match raw::recv_msg(&sock, &mut buf) {
             Ok(Some(m)) => break m,
@@ -153,7 +157,12 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
                 }
             }
         }
-        raw::poll_in(&[sock.as_fd()], left);
+        // Spin first, as the old shared-memory handshake did: a reply that
+        // comes within the budget costs no sleep, and no wake-up by the
+        // listener, which would move this thread to the listener's CPU.
+        if !spin.spin() {
+            raw::poll_in(&[sock.as_fd()], left);
+        }
     };
     if reply.len == 0 {
         // Closed without a reply: the listener went away (or dropped us).

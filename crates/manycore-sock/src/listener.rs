@@ -3,13 +3,14 @@
 //! request (several at once: a slow or dead connector holds up nobody) and
 //! completes the handshake of `handshake.rs` (rckSock, Clauss, section 3.2).
 
-use crate::config::Config;
+use crate::config::{Config, WaitMode};
 use crate::endpoint::Endpoint;
 use crate::handshake::{self, Served};
 use crate::layout::KIND_LISTENER;
 use crate::namespace::{Rendezvous, SockAddr};
 use crate::raw;
 use crate::stream::{lock, PeerAddr, Stream};
+use manycore_sync::SpinBudget;
 use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
@@ -108,6 +109,15 @@ impl Listener {
             lock(&self.timeout).map(|d| Instant::now() + d)
         };
         let cap = self.config.backlog.max(1) as usize;
+        // Spin per the wait mode before sleeping in poll(2), as the old
+        // shared-memory accept did: a connector that arrives within the
+        // budget costs no sleep, and no wake-up that would move this thread
+        // to the connector's CPU.
+        let mut spin = SpinBudget::new(match self.config.wait_mode {
+            WaitMode::Spin => Duration::from_millis(1),
+            WaitMode::Hybrid { spin } => spin,
+            WaitMode::Sleep => Duration::ZERO,
+        });
         loop {
             let now = Instant::now();
             let mut pend = lock(&self.pending);
@@ -148,6 +158,9 @@ impl Listener {
             let left = deadline.map(|d| d.saturating_duration_since(now));
             if left == Some(Duration::ZERO) {
                 return Err(io::Error::from(io::ErrorKind::TimedOut));
+            }
+            if spin.spin() {
+                continue;
             }
             // Sleep until a connection or a request arrives (or a pending
             // request's time is up).
