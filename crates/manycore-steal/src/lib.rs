@@ -102,12 +102,35 @@ where
     RA: Send,
     RB: Send,
 {
-    raw::with_local(|l| raw::join::<false, _, _, _, _>(l, a, move |_| b()))
+    raw::with_local_flat(|local| {
+        // The depth saturates at LATENT_WINDOW: below the window a join only
+        // reads it (no store for the joins under it to wait for).
+        let depth = local.depth.get();
+        let n = local.beat.get();
+        if depth >= LATENT_WINDOW && n != 0 {
+            local.beat.set(n - 1);
+            return raw::join_unrecorded(a, b);
+        }
+        join_recorded_plain(local, depth, a, b)
+    })
 }
 
-/// How many levels of a join tree the context form records as latent work,
-/// counted from the tree's root (the [`with_ctx`] call) or from the root of a
-/// stolen piece. Deeper joins run as plain calls, except that a join falling
+/// The recorded join of the plain form (out of line, as for `Ctx::join`).
+#[inline(never)]
+fn join_recorded_plain<A, B, RA, RB>(local: &Local, depth: u32, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let _depth = (depth < LATENT_WINDOW).then(|| raw::DepthGuard::enter(local, depth));
+    raw::join::<true, _, _, _, _>(local, a, move |_| b())
+}
+
+/// How many levels of a join tree are recorded as latent work, counted from
+/// the tree's root (the [`with_ctx`] call, or for [`join`] the outermost join
+/// of the thread) or from the root of a stolen piece. Deeper joins run as plain calls, except that a join falling
 /// on a tick (every so many joins, see [`HEARTBEAT_PERIOD`]) is recorded too,
 /// so that deep recursions always have some latent work. Promotion takes the
 /// oldest frame, the biggest piece of work; the top levels hold the big
@@ -121,7 +144,8 @@ pub const LATENT_WINDOW: u32 = 4;
 /// belongs to one thread.
 #[derive(Debug, Clone, Copy)]
 pub struct Ctx<'a> {
-    /// Depth of the join in the tree (0: the root, or the root of a stolen piece).
+    /// Depth of the join in the tree (0: the root, or the root of a stolen
+    /// piece), saturated at [`LATENT_WINDOW`].
     depth: u32,
     _worker: PhantomData<&'a Local>,
 }
@@ -157,8 +181,8 @@ impl Ctx<'_> {
             let n = local.beat.get();
             if depth >= LATENT_WINDOW && n != 0 {
                 local.beat.set(n - 1);
-                let next = Ctx::at(depth.wrapping_add(1));
-                return raw::join_unrecorded(move || a(next), move || b(next));
+                // The depth saturates at LATENT_WINDOW.
+                return raw::join_unrecorded(move || a(self), move || b(self));
             }
             join_recorded(local, depth, a, b)
         })
@@ -176,7 +200,7 @@ where
     RA: Send,
     RB: Send,
 {
-    let next = depth.wrapping_add(1);
+    let next = depth.saturating_add(1).min(LATENT_WINDOW);
     raw::join::<true, _, _, _, _>(
         local,
         move || a(Ctx::at(next)),

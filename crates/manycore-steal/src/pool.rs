@@ -308,9 +308,12 @@ impl Pool {
     pub(crate) fn run_job(&self, job: NonNull<JobHeader>, local: &Local) {
         // A piece just stolen is not handed on before this worker's next tick.
         local.eager.set(false);
+        // The piece is a tree of its own: its top levels are recorded.
+        let depth = local.depth.replace(0);
         // SAFETY: `job` came out of this worker's mailbox by `take_job`'s
         // Acquire CAS, and this thread is worker `me` of this pool.
         let owner = unsafe { raw::run_stolen(job, local) };
+        local.depth.set(depth);
         // The owner sleeps, if at all, on its event count (in `wait_stolen`).
         self.workers[owner].ec.notify_one();
     }
