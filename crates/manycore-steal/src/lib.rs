@@ -7,13 +7,14 @@
 //! node actually takes work; a bound, `MAX_SEQUENTIAL`, makes sure the
 //! scheduler still polls its messages during long sequential runs. Here:
 //!
-//! * [`join`]`(a, b)` writes `b` into a frame on its own stack and links it
+//! * [`join`]`(a, b)` in the top [`LATENT_WINDOW`] levels of a join tree (and
+//!   at every tick) writes `b` into a frame on its own stack and links it
 //!   into the thread's *latent list*, a chain of stack frames from the
-//!   innermost join outwards (plain loads and stores: no atomic
+//!   innermost recorded join outwards (plain loads and stores: no atomic
 //!   read-modify-write, no fence, no allocation), runs `a`, and then runs `b`
-//!   inline if it is still latent: the sequential program plus a few stores.
-//!   [`Ctx::join`] records only the top [`LATENT_WINDOW`] levels of the tree
-//!   (and a join at every tick); deeper joins are plain calls.
+//!   inline if it is still latent; deeper joins are plain calls. Either way
+//!   it is the sequential program plus a few instructions.
+//!   [`Ctx::join`] does the same with the depth carried by value.
 //! * On a manycore runtime ([`attach`], [`StealExt::install`]) the workers are
 //!   the runtime's cores; [`ThreadPool`] provides plain threads instead.
 //! * An idle worker *announces demand* (a bit in a shared word and `HUNGRY`
@@ -49,7 +50,8 @@
 //! assert_eq!(fib(10), 55);
 //! ```
 //!
-//! The context-passing form records only the top of the tree:
+//! The context-passing form carries the join's depth by value instead of in
+//! a thread-local:
 //!
 //! ```
 //! use manycore_steal::{with_ctx, Ctx};
@@ -130,9 +132,10 @@ where
 
 /// How many levels of a join tree are recorded as latent work, counted from
 /// the tree's root (the [`with_ctx`] call, or for [`join`] the outermost join
-/// of the thread) or from the root of a stolen piece. Deeper joins run as plain calls, except that a join falling
-/// on a tick (every so many joins, see [`HEARTBEAT_PERIOD`]) is recorded too,
-/// so that deep recursions always have some latent work. Promotion takes the
+/// of the thread) or from the root of a stolen piece. Deeper joins run as
+/// plain calls, except that a join falling on a tick (every so many joins,
+/// see [`HEARTBEAT_PERIOD`]) is recorded too, so that deep recursions always
+/// have some latent work. Promotion takes the
 /// oldest frame, the biggest piece of work; the top levels hold the big
 /// pieces, and a thief records the top levels of what it stole.
 pub const LATENT_WINDOW: u32 = 4;
