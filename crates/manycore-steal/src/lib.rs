@@ -7,13 +7,14 @@
 //! node actually takes work; a bound, `MAX_SEQUENTIAL`, makes sure the
 //! scheduler still polls its messages during long sequential runs. Here:
 //!
-//! * [`join`]`(a, b)` writes `b` into a frame on its own stack and links it
+//! * [`join`]`(a, b)` in the top [`LATENT_WINDOW`] levels of a join tree (and
+//!   at every tick) writes `b` into a frame on its own stack and links it
 //!   into the thread's *latent list*, a chain of stack frames from the
-//!   innermost join outwards (plain loads and stores: no atomic
+//!   innermost recorded join outwards (plain loads and stores: no atomic
 //!   read-modify-write, no fence, no allocation), runs `a`, and then runs `b`
-//!   inline if it is still latent: the sequential program plus a few stores.
-//!   [`Ctx::join`] records only the top [`LATENT_WINDOW`] levels of the tree
-//!   (and a join at every tick); deeper joins are plain calls.
+//!   inline if it is still latent; deeper joins are plain calls. Either way
+//!   it is the sequential program plus a few instructions.
+//!   [`Ctx::join`] does the same with the depth carried by value.
 //! * On a manycore runtime ([`attach`], [`StealExt::install`]) the workers are
 //!   the runtime's cores; [`ThreadPool`] provides plain threads instead.
 //! * An idle worker *announces demand* (a bit in a shared word and `HUNGRY`
@@ -49,7 +50,8 @@
 //! assert_eq!(fib(10), 55);
 //! ```
 //!
-//! The context-passing form records only the top of the tree:
+//! The context-passing form carries the join's depth by value instead of in
+//! a thread-local:
 //!
 //! ```
 //! use manycore_steal::{with_ctx, Ctx};
@@ -102,14 +104,38 @@ where
     RA: Send,
     RB: Send,
 {
-    raw::with_local(|l| raw::join::<false, _, _, _, _>(l, a, move |_| b()))
+    raw::with_local_flat(|local| {
+        // The depth saturates at LATENT_WINDOW: below the window a join only
+        // reads it (no store for the joins under it to wait for).
+        let depth = local.depth.get();
+        let n = local.beat.get();
+        if depth >= LATENT_WINDOW && n != 0 {
+            local.beat.set(n - 1);
+            return raw::join_unrecorded(a, b);
+        }
+        join_recorded_plain(local, depth, a, b)
+    })
 }
 
-/// How many levels of a join tree the context form records as latent work,
-/// counted from the tree's root (the [`with_ctx`] call) or from the root of a
-/// stolen piece. Deeper joins run as plain calls, except that a join falling
-/// on a tick (every so many joins, see [`HEARTBEAT_PERIOD`]) is recorded too,
-/// so that deep recursions always have some latent work. Promotion takes the
+/// The recorded join of the plain form (out of line, as for `Ctx::join`).
+#[inline(never)]
+fn join_recorded_plain<A, B, RA, RB>(local: &Local, depth: u32, a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    let _depth = (depth < LATENT_WINDOW).then(|| raw::DepthGuard::enter(local, depth));
+    raw::join::<true, _, _, _, _>(local, a, move |_| b())
+}
+
+/// How many levels of a join tree are recorded as latent work, counted from
+/// the tree's root (the [`with_ctx`] call, or for [`join`] the outermost join
+/// of the thread) or from the root of a stolen piece. Deeper joins run as
+/// plain calls, except that a join falling on a tick (every so many joins,
+/// see [`HEARTBEAT_PERIOD`]) is recorded too, so that deep recursions always
+/// have some latent work. Promotion takes the
 /// oldest frame, the biggest piece of work; the top levels hold the big
 /// pieces, and a thief records the top levels of what it stole.
 pub const LATENT_WINDOW: u32 = 4;
@@ -121,7 +147,8 @@ pub const LATENT_WINDOW: u32 = 4;
 /// belongs to one thread.
 #[derive(Debug, Clone, Copy)]
 pub struct Ctx<'a> {
-    /// Depth of the join in the tree (0: the root, or the root of a stolen piece).
+    /// Depth of the join in the tree (0: the root, or the root of a stolen
+    /// piece), saturated at [`LATENT_WINDOW`].
     depth: u32,
     _worker: PhantomData<&'a Local>,
 }
@@ -157,8 +184,8 @@ impl Ctx<'_> {
             let n = local.beat.get();
             if depth >= LATENT_WINDOW && n != 0 {
                 local.beat.set(n - 1);
-                let next = Ctx::at(depth.wrapping_add(1));
-                return raw::join_unrecorded(move || a(next), move || b(next));
+                // The depth saturates at LATENT_WINDOW.
+                return raw::join_unrecorded(move || a(self), move || b(self));
             }
             join_recorded(local, depth, a, b)
         })
@@ -176,7 +203,7 @@ where
     RA: Send,
     RB: Send,
 {
-    let next = depth.wrapping_add(1);
+    let next = depth.saturating_add(1).min(LATENT_WINDOW);
     raw::join::<true, _, _, _, _>(
         local,
         move || a(Ctx::at(next)),

@@ -308,9 +308,12 @@ impl Pool {
     pub(crate) fn run_job(&self, job: NonNull<JobHeader>, local: &Local) {
         // A piece just stolen is not handed on before this worker's next tick.
         local.eager.set(false);
+        // The piece is a tree of its own: its top levels are recorded.
+        let depth = local.depth.replace(0);
         // SAFETY: `job` came out of this worker's mailbox by `take_job`'s
         // Acquire CAS, and this thread is worker `me` of this pool.
         let owner = unsafe { raw::run_stolen(job, local) };
+        local.depth.set(depth);
         // The owner sleeps, if at all, on its event count (in `wait_stolen`).
         self.workers[owner].ec.notify_one();
     }
@@ -500,7 +503,16 @@ fn heartbeat(local: &Local) {
     if gaps && last != 0 && now > last {
         MAX_GAP_NS.fetch_max(now - last, std::sync::atomic::Ordering::Relaxed);
     }
+    poll_host(p, local);
+}
+
+/// Runs the host's pending messages; a join tree among them starts at the
+/// top (its first levels are recorded), not at the depth of the join that
+/// polls.
+fn poll_host(p: &Pool, local: &Local) {
+    let depth = local.depth.replace(0);
     p.host.poll_once();
+    local.depth.set(depth);
 }
 
 /// The owner's side of a promoted frame handed to worker `thief`: take it
@@ -553,7 +565,7 @@ pub(crate) fn wait_stolen(local: &Local, job: &JobHeader, thief: usize) -> bool 
         if spin.spin() {
             continue;
         }
-        pool.host.poll_once();
+        poll_host(pool, local);
         let key = ec.prepare_wait();
         if raw::is_done(job) || pool.has_job(me) {
             ec.cancel_wait();

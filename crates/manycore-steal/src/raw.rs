@@ -40,6 +40,10 @@ use std::thread::Result as ThreadResult;
 pub(crate) struct Local {
     /// Newest recorded frame on this thread's stack (null: none).
     pub(crate) head: Cell<*const JobHeader>,
+    /// Depth of the plain `join` running on this thread, saturated at
+    /// `LATENT_WINDOW` (0: none; a thief runs a stolen piece at depth 0);
+    /// `Ctx` carries its own.
+    pub(crate) depth: Cell<u32>,
     /// Joins left until the next tick (`pool::tick`).
     pub(crate) beat: Cell<u32>,
     /// Ticks left until the next heartbeat (`pool::heartbeat`).
@@ -69,6 +73,7 @@ impl Local {
     pub(crate) const fn new() -> Self {
         Self {
             head: Cell::new(ptr::null()),
+            depth: Cell::new(0),
             beat: Cell::new(0),
             ticks: Cell::new(1),
             backoff: Cell::new(1),
@@ -131,6 +136,28 @@ pub(crate) fn with_local_flat<R>(f: impl FnOnce(&Local) -> R) -> R {
     // SAFETY: the thread-local lives until this thread exits, and `f` runs on
     // this thread now; the reference does not outlive the call.
     f(unsafe { &*p })
+}
+
+/// Sets the plain join's depth one deeper for the guard's lifetime (also
+/// when the join unwinds).
+pub(crate) struct DepthGuard<'a> {
+    local: &'a Local,
+    depth: u32,
+}
+
+impl<'a> DepthGuard<'a> {
+    #[inline(always)]
+    pub(crate) fn enter(local: &'a Local, depth: u32) -> Self {
+        local.depth.set(depth.wrapping_add(1));
+        Self { local, depth }
+    }
+}
+
+impl Drop for DepthGuard<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.local.depth.set(self.depth);
+    }
 }
 
 /// `JobHeader::state` of a frame nobody has been handed.

@@ -182,15 +182,18 @@ impl ThreadPool {
         pool::bind(&self.pool, 0);
         // Frames of joins around this call (another pool's) are not this
         // pool's to hand out: hide them for the duration.
-        let head = raw::with_local(|l| {
+        let (head, depth) = raw::with_local(|l| {
             l.last_poll.set(0);
-            l.head.replace(std::ptr::null())
+            (l.head.replace(std::ptr::null()), l.depth.replace(0))
         });
         let r = panic::catch_unwind(AssertUnwindSafe(f));
         if let Some(j) = self.pool.withdraw(0) {
             raw::with_local(|l| self.pool.run_job(j, l));
         }
-        raw::with_local(|l| l.head.set(head));
+        raw::with_local(|l| {
+            l.head.set(head);
+            l.depth.set(depth);
+        });
         pool::rebind(prev);
         // Unlock before resuming a panic, so the lock is not poisoned.
         drop(guard);
