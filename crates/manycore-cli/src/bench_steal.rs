@@ -66,7 +66,11 @@ fn fib_chili(s: &mut chili::Scope<'_>, n: u64) -> u64 {
 }
 
 /// The paper's idle work: `i` dependent steps the optimiser cannot remove.
-#[inline]
+/// Out of line, so that every implementation runs this one copy of the loop:
+/// inlined copies are placed differently in each kernel, and where a copy's
+/// loop falls across a 64-byte boundary it ran up to 8% slower (i = 10000),
+/// whoever's kernel it was in.
+#[inline(never)]
 fn idle(i: u32, seed: u64) -> u64 {
     let mut x = seed;
     for _ in 0..i {

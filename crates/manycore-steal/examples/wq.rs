@@ -59,6 +59,7 @@ fn sum_mc(s: Ctx<'_>, t: &Option<Box<Node>>) -> u64 {
     }
 }
 
+#[inline(never)] // one copy of the loop for every version, as in the bench
 fn idle(i: u32, seed: u64) -> u64 {
     let mut x = seed;
     for _ in 0..i {
@@ -223,6 +224,10 @@ fn main() {
         }
     };
     let reps = num(rest, 21) as usize;
+    // MAXSEQ=n: a fixed MAX_SEQUENTIAL (every n joins a tick and a heartbeat).
+    if let Some(n) = std::env::var("MAXSEQ").ok().and_then(|v| v.parse().ok()) {
+        manycore_steal::set_max_sequential(n);
+    }
     // BUSY=1: a spinning thread pinned to the second CPU competes with the
     // cores (the bench's Table 2).
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
