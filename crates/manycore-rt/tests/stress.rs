@@ -140,3 +140,63 @@ fn outside_threads_keep_their_order() {
     }
     assert_eq!(rt.stats().iter().map(|s| s.panics).sum::<u64>(), 0);
 }
+
+/// A core that stays inside one invocation and keeps sending reaches no
+/// poll, so its full ring spills: the spill must still drain into the ring
+/// as it goes (in order), or the receiver would starve until the invocation
+/// returns. The sender sends until the receiver has run more messages than
+/// the ring holds (bounded: it gives up after 20 s, and the test fails).
+#[test]
+fn a_sender_inside_one_invocation_keeps_its_spill_flowing() {
+    let rt = Runtime::builder()
+        .cores(2)
+        .idle(IdlePolicy::Hybrid {
+            spin: Duration::from_micros(50),
+        })
+        .ring_capacity(2)
+        .build()
+        .unwrap();
+    let got = Arc::new(AtomicU64::new(0));
+    let order_ok = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let c1 = rt.core(1).clone();
+    let (g, ok) = (got.clone(), order_ok.clone());
+    let sent = rt
+        .core(0)
+        .call(move || {
+            let start = std::time::Instant::now();
+            let mut sent = 0u64;
+            while g.load(Ordering::Acquire) < 64 {
+                if start.elapsed() > Duration::from_secs(20) {
+                    return Err(sent);
+                }
+                let (g, ok) = (g.clone(), ok.clone());
+                let seq = sent;
+                c1.spawn(move || {
+                    if g.load(Ordering::Relaxed) != seq {
+                        ok.store(false, Ordering::Relaxed);
+                    }
+                    g.fetch_add(1, Ordering::Release);
+                })
+                .unwrap();
+                sent += 1;
+                if sent % 1024 == 0 {
+                    // Give the receiver's thread a chance on a busy machine.
+                    std::thread::yield_now();
+                }
+            }
+            Ok(sent)
+        })
+        .wait()
+        .unwrap();
+    let sent = sent.expect("the receiver starved: spilled messages never reached the ring");
+    // Everything sent arrives, in order, once the sender polls again.
+    let c1 = rt.core(1).clone();
+    let g = got.clone();
+    rt.core(0)
+        .call(move || c1.call(move || g.load(Ordering::Acquire)).wait())
+        .wait()
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.load(Ordering::Acquire), sent);
+    assert!(order_ok.load(Ordering::Relaxed));
+}
