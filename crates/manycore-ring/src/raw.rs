@@ -171,6 +171,37 @@ impl<T> Producer<T> {
         Ok(())
     }
 
+    /// Pushes the value `make` returns, built in place in the slot (no copy
+    /// through the caller's stack on the way), if there is room; otherwise
+    /// gives `make` back uncalled.
+    ///
+    /// ```
+    /// let (mut tx, mut rx) = manycore_ring::channel::<[u64; 4]>(2).unwrap();
+    /// assert!(tx.try_push_with(|| [1, 2, 3, 4]).is_ok());
+    /// assert!(tx.try_push_with(|| [5; 4]).is_ok());
+    /// assert!(tx.try_push_with(|| [6; 4]).is_err()); // full: not called
+    /// assert_eq!(rx.try_pop(), Some([1, 2, 3, 4]));
+    /// ```
+    #[inline]
+    pub fn try_push_with<F: FnOnce() -> T>(&mut self, make: F) -> Result<(), F> {
+        let cap = self.buf.slots.len() as u64;
+        if self.pos.wrapping_sub(self.head) >= cap {
+            // Acquire; as in `try_push_tagged`.
+            self.head = self.buf.head.load(Ordering::Acquire);
+            if self.pos.wrapping_sub(self.head) >= cap {
+                return Err(make);
+            }
+        }
+        let slot = &self.buf.slots[(self.pos & self.buf.mask) as usize];
+        // SAFETY: as in `try_push_tagged`: the slot is ours until published.
+        slot.val.with_mut(|p| unsafe { (*p).write(make()) });
+        let next = self.pos.wrapping_add(1);
+        // Release; as in `try_push_tagged`.
+        slot.seq.store(next as u32 as u64, Ordering::Release);
+        self.pos = next;
+        Ok(())
+    }
+
     /// How many messages have been pushed so far.
     pub fn pushed(&self) -> u64 {
         self.pos

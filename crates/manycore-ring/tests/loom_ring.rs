@@ -9,7 +9,24 @@ fn no_loss_no_dup_fifo() {
         let t = loom::thread::spawn(move || {
             let mut i = 0;
             while i < 3 {
-                if tx.try_push_tagged(i, i + 10).is_ok() {
+                // The in-place push follows the same protocol: use it for one.
+                let pushed = if i == 1 {
+                    let mut made = false;
+                    let r = tx.try_push_with(|| {
+                        made = true;
+                        i
+                    });
+                    // On Err the closure comes back uncalled; drop it to
+                    // read `made`.
+                    let ok = r.is_ok();
+                    drop(r);
+                    assert_eq!(ok, made);
+                    // try_push_with sends tag 0; the consumer expects i + 10.
+                    ok
+                } else {
+                    tx.try_push_tagged(i, i + 10).is_ok()
+                };
+                if pushed {
                     i += 1;
                 } else {
                     loom::thread::yield_now();
@@ -21,7 +38,7 @@ fn no_loss_no_dup_fifo() {
             match rx.try_pop_tagged() {
                 Some((v, tag)) => {
                     assert_eq!(v, next);
-                    assert_eq!(tag, next + 10);
+                    assert_eq!(tag, if next == 1 { 0 } else { next + 10 });
                     next += 1;
                 }
                 None => loom::thread::yield_now(),

@@ -247,6 +247,29 @@ impl CoreLocal {
             Some(p) => p.try_push(m),
             None => Err(m),
         };
+        self.after_push(dst, r);
+    }
+
+    /// [`send`](Self::send) of a closure that fits a message inline: built
+    /// in place in the ring slot when it goes straight into the ring.
+    #[inline]
+    pub(crate) fn send_with<F: FnOnce() + Send + 'static>(&self, dst: usize, f: F) {
+        if dst == self.index || self.spilled.get() > 0 {
+            return self.send(dst, Message::new(f));
+        }
+        let r = match self.producers.borrow_mut()[dst].as_mut() {
+            Some(p) => p
+                .try_push_with(move || Message::new(f))
+                .map_err(|make| make()),
+            None => Err(Message::new(f)),
+        };
+        self.after_push(dst, r);
+    }
+
+    /// The end of a send: count and announce a message that went into the
+    /// ring, or spill one that did not fit.
+    #[inline]
+    fn after_push(&self, dst: usize, r: Result<(), Message>) {
         match r {
             Ok(()) => {
                 self.sent.set(self.sent.get() + 1);
