@@ -251,7 +251,7 @@ fn main() {
                 .idle(IdlePolicy::Hybrid {
                     spin: Duration::from_micros(50),
                 })
-                .pin(false)
+                .pin(std::env::var("PIN").is_ok())
                 .build()
                 .unwrap();
             manycore_steal::attach(&rt).unwrap();
@@ -265,7 +265,12 @@ fn main() {
             if only.as_deref().is_some_and(|o| o != want) {
                 continue;
             }
-            std::thread::sleep(Duration::from_millis(2));
+            std::thread::sleep(Duration::from_millis(
+                std::env::var("GAP_MS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(2),
+            ));
             let d = if k == 0 {
                 let s = Instant::now();
                 black_box(job(false));

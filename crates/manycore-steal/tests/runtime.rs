@@ -94,3 +94,45 @@ fn idle_cores_steal() {
     manycore_steal::set_max_sequential(manycore_steal::DEFAULT_MAX_SEQUENTIAL);
     rt.shutdown();
 }
+
+/// A thief that has slept is steered off its victim's CPU when it is handed
+/// a job (wake-affine placement would queue it behind the victim), and gets
+/// its full CPU set back when it starts the job: no worker stays narrowed.
+#[test]
+fn a_sleeping_thief_is_steered_and_restored() {
+    let cpus = manycore_sync::cpu::original().to_vec();
+    let rt = rt(2);
+    manycore_steal::attach(&rt).unwrap();
+    let steered = || manycore_steal::steal_stats(&rt).steered;
+    // Bounded; with one CPU there is nowhere to steer to: one round.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut rounds = 0;
+    while rounds == 0 || (cpus.len() > 1 && steered() == 0 && std::time::Instant::now() < deadline)
+    {
+        rounds += 1;
+        // Let core 1 go idle, ask for work and fall asleep.
+        rt.core(1).call(|| ()).wait().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert_eq!(rt.install(|| with_ctx(|s| fib_ctx(s, 24))), 46368);
+    }
+    if cpus.len() > 1 {
+        assert!(
+            steered() > 0,
+            "no promotion to a sleeping thief was steered"
+        );
+    } else {
+        assert_eq!(steered(), 0, "nowhere to steer to with one CPU");
+    }
+    // Every core has (or gets back, at its next job) the full CPU set: run a
+    // job on each, then look.
+    for i in 0..2 {
+        let aff = rt
+            .core(i)
+            .call(manycore_sync::cpu::current_affinity)
+            .wait()
+            .unwrap()
+            .unwrap();
+        assert_eq!(aff, cpus, "core {i} left narrowed");
+    }
+    rt.shutdown();
+}

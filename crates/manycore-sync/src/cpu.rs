@@ -40,6 +40,26 @@ pub fn set_current_affinity(cpus: &[usize]) -> std::io::Result<()> {
     crate::raw::set_thread_affinity(cpus)
 }
 
+/// The calling thread's kernel thread id (for [`set_thread_affinity`]).
+pub fn thread_id() -> i32 {
+    crate::raw::gettid()
+}
+
+/// The CPU the calling thread is running on right now (it may move at any
+/// time), if the kernel tells.
+pub fn current_cpu() -> Option<usize> {
+    crate::raw::current_cpu()
+}
+
+/// Restricts thread `tid` (a [`thread_id`] of this process) to a set of CPUs.
+///
+/// The way to steer a sleeping thread: the CPU the kernel wakes it on is
+/// taken from this set. Fails if the thread has exited or the set is empty
+/// or out of range.
+pub fn set_thread_affinity(tid: i32, cpus: &[usize]) -> std::io::Result<()> {
+    crate::raw::set_affinity_of(tid, cpus)
+}
+
 /// The calling thread's current affinity (which may be smaller than [`original`]).
 pub fn current_affinity() -> std::io::Result<Vec<usize>> {
     crate::raw::thread_affinity()
@@ -69,6 +89,27 @@ mod tests {
         });
         let inherited = t.join().unwrap();
         assert_eq!(inherited.len(), 1);
+    }
+    #[test]
+    fn another_threads_affinity_can_be_set() {
+        let orig = original().to_vec();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let t = std::thread::spawn(move || {
+            tx.send(thread_id()).unwrap();
+            go_rx.recv().unwrap();
+            let now = current_cpu();
+            (current_affinity().unwrap(), now)
+        });
+        let tid = rx.recv().unwrap();
+        set_thread_affinity(tid, &orig[..1]).unwrap();
+        go_tx.send(()).unwrap();
+        let (aff, now) = t.join().unwrap();
+        assert_eq!(aff, vec![orig[0]]);
+        // It runs where it is allowed to.
+        assert_eq!(now, Some(orig[0]));
+        // An empty set is refused, not applied.
+        assert!(set_thread_affinity(thread_id(), &[]).is_err());
     }
     #[test]
     fn bad_cpu_is_an_error() {

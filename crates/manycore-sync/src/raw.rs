@@ -66,6 +66,24 @@ pub(crate) fn thread_affinity() -> std::io::Result<Vec<usize>> {
 
 /// Sets the calling thread's affinity to exactly `cpus`.
 pub(crate) fn set_thread_affinity(cpus: &[usize]) -> std::io::Result<()> {
+    set_affinity_of(0, cpus)
+}
+
+/// The calling thread's kernel thread id.
+pub(crate) fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// The CPU the calling thread runs on at this instant, if the kernel says.
+pub(crate) fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu has no preconditions; it returns -1 on failure.
+    let c = unsafe { libc::sched_getcpu() };
+    usize::try_from(c).ok()
+}
+
+/// Sets the affinity of thread `tid` (0: the calling thread) to exactly `cpus`.
+pub(crate) fn set_affinity_of(tid: i32, cpus: &[usize]) -> std::io::Result<()> {
     // SAFETY: cpu_set_t is plain data; all-zero is a valid (empty) set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
@@ -79,8 +97,9 @@ pub(crate) fn set_thread_affinity(cpus: &[usize]) -> std::io::Result<()> {
         // SAFETY: c < CPU_SETSIZE, checked above; `set` is ours.
         unsafe { libc::CPU_SET(c, &mut set) };
     }
-    // SAFETY: pid 0 is the calling thread; `set` is a valid cpu_set_t.
-    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    // SAFETY: `tid` is a thread id (0: the calling thread; an id that no
+    // longer exists makes the call fail with ESRCH); `set` is a valid cpu_set_t.
+    let r = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     if r != 0 {
         return Err(std::io::Error::last_os_error());
     }
