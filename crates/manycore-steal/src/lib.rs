@@ -165,14 +165,39 @@ impl Ctx<'_> {
     /// [`join`], passing each closure the context of the worker that runs it.
     /// Records `b` as latent work in the top [`LATENT_WINDOW`] levels of the
     /// tree and at ticks; elsewhere runs `a` then `b` as plain calls.
-    // Out of line on purpose: a recursive function that joins is then
-    // inlined into the closures here (the join is the recursion's one
-    // out-of-line step), so its base case is tested before a call instead of
-    // after one. For fib that halves the calls: one per inner node of the
-    // tree instead of one per node, as in the sequential code (where the
-    // compiler turns the second call into a loop).
-    #[inline(never)]
+    //
+    // Closures of up to two words travel in registers, and the join is out
+    // of line: a recursive function that joins is then inlined into the
+    // closures here (the join is the recursion's one out-of-line step), so
+    // its base case is tested before a call instead of after one. For fib
+    // that halves the calls: one per inner node of the tree instead of one
+    // per node, as in the sequential code (where the compiler turns the
+    // second call into a loop).
+    //
+    // Bigger closures are passed in memory, and an out-of-line join would
+    // copy them (to keep `b` where the unwinding path finds it) with wide
+    // loads of what the caller had just stored field by field: a load the
+    // store buffer cannot forward, which waits for the stores to retire
+    // (56% of the join's time in knary(4,10,0), per perf). Inlined, the
+    // closures are built where they are used.
+    #[inline(always)]
     pub fn join<A, B, RA, RB>(self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce(Ctx<'_>) -> RA + Send,
+        B: FnOnce(Ctx<'_>) -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        const WORDS2: usize = 2 * std::mem::size_of::<usize>();
+        if std::mem::size_of::<A>() > WORDS2 || std::mem::size_of::<B>() > WORDS2 {
+            self.join_here(a, b)
+        } else {
+            self.join_out_of_line(a, b)
+        }
+    }
+
+    #[inline(never)]
+    fn join_out_of_line<A, B, RA, RB>(self, a: A, b: B) -> (RA, RB)
     where
         A: FnOnce(Ctx<'_>) -> RA + Send,
         B: FnOnce(Ctx<'_>) -> RB + Send,
@@ -189,6 +214,32 @@ impl Ctx<'_> {
             }
             join_recorded(local, depth, a, b)
         })
+    }
+
+    #[inline(always)]
+    fn join_here<A, B, RA, RB>(self, a: A, b: B) -> (RA, RB)
+    where
+        A: FnOnce(Ctx<'_>) -> RA + Send,
+        B: FnOnce(Ctx<'_>) -> RB + Send,
+        RA: Send,
+        RB: Send,
+    {
+        let depth = self.depth;
+        // The closures stay out of the thread-local accessor's closure: moved
+        // into it, they would be copied on every join.
+        let unrecorded = raw::with_local_flat(|local| {
+            let n = local.beat.get();
+            let counted = depth >= LATENT_WINDOW && n != 0;
+            if counted {
+                local.beat.set(n - 1);
+            }
+            counted
+        });
+        if unrecorded {
+            // The depth saturates at LATENT_WINDOW.
+            return raw::join_unrecorded_in_place(self, a, b);
+        }
+        raw::with_local_flat(|local| join_recorded(local, depth, a, b))
     }
 }
 

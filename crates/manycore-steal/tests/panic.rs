@@ -114,3 +114,73 @@ fn scope_panic_propagates_after_all_spawns() {
     assert_eq!(n.load(Ordering::SeqCst), 16);
     assert_eq!(pool.install(|| busy(10)), 55);
 }
+
+/// A context-form tree whose node panics in `a` at height `at`; closures of
+/// five words (passed in memory: the inlined join) or of one word each (the
+/// out-of-line join) alike. Returns the leaves that ran.
+fn ctx_tree_big(s: manycore_steal::Ctx<'_>, h: u32, at: u32, pad: [u64; 3], ran: &AtomicUsize) {
+    if h == 0 {
+        ran.fetch_add(pad[0] as usize, Ordering::Relaxed);
+        return;
+    }
+    s.join(
+        |s| {
+            if h == at {
+                panic!("ctx a");
+            }
+            ctx_tree_big(s, h - 1, at, pad, ran)
+        },
+        |s| ctx_tree_big(s, h - 1, at, pad, ran),
+    );
+}
+
+fn ctx_tree_small(s: manycore_steal::Ctx<'_>, h: (u32, u32), ran: &AtomicUsize) {
+    if h.0 == 0 {
+        ran.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let next = (h.0 - 1, h.1);
+    s.join(
+        // Two words each (`next` and `ran`): passed in registers.
+        move |s| {
+            if next.0 + 1 == next.1 {
+                panic!("ctx a");
+            }
+            ctx_tree_small(s, next, ran)
+        },
+        move |s| ctx_tree_small(s, next, ran),
+    );
+}
+
+#[test]
+fn ctx_join_panics_run_b_deep_in_the_tree() {
+    let pool = ThreadPool::builder().workers(2).max_sequential(3).build();
+    for in_pool in [false, true] {
+        for big in [false, true] {
+            let ran = AtomicUsize::new(0);
+            let f = || {
+                manycore_steal::with_ctx(|s| {
+                    if big {
+                        ctx_tree_big(s, 10, 2, [1, 2, 3], &ran)
+                    } else {
+                        ctx_tree_small(s, (10, 2), &ran)
+                    }
+                })
+            };
+            let r = if in_pool {
+                catch_unwind(AssertUnwindSafe(|| pool.install(f)))
+            } else {
+                catch_unwind(AssertUnwindSafe(f))
+            };
+            assert_eq!(msg(r.unwrap_err()), "ctx a");
+            // Every node of height 2 lost its `a` half (2 leaves of 4); every
+            // `b` ran, whichever panic went on.
+            assert_eq!(
+                ran.load(Ordering::Relaxed),
+                1024 / 2,
+                "big {big}, pool {in_pool}"
+            );
+        }
+    }
+    assert_eq!(pool.install(|| busy(18)), 2584);
+}
