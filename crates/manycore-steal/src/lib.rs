@@ -92,12 +92,40 @@ use std::marker::PhantomData;
 /// worker (a manycore core, or inside [`ThreadPool::install`]) `b` is latent
 /// work that an idle worker may steal; anywhere else the two run one after
 /// the other on the calling thread.
-// Out of line on purpose: the caller's recursive function is then inlined
-// into the closures here, so that its base case (a leaf of the tree) is
-// tested before the call rather than after it, and a join tree costs one call
-// per inner node, not one per node (see `Ctx::join`).
-#[inline(never)]
+// Out of line for closures of up to two words: the caller's recursive
+// function is then inlined into the closures here, so that its base case (a
+// leaf of the tree) is tested before the call rather than after it, and a
+// join tree costs one call per inner node, not one per node. Inlined for
+// bigger closures, which an out-of-line join would copy (see `Ctx::join`).
+#[inline(always)]
 pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    const WORDS2: usize = 2 * std::mem::size_of::<usize>();
+    if std::mem::size_of::<A>() > WORDS2 || std::mem::size_of::<B>() > WORDS2 {
+        let unrecorded = raw::with_local_flat(|local| {
+            let n = local.beat.get();
+            let counted = local.depth.get() >= LATENT_WINDOW && n != 0;
+            if counted {
+                local.beat.set(n - 1);
+            }
+            counted
+        });
+        if unrecorded {
+            return raw::join_unrecorded_in_place((), |()| a(), |()| b());
+        }
+        raw::with_local_flat(|local| join_recorded_plain(local, local.depth.get(), a, b))
+    } else {
+        join_out_of_line(a, b)
+    }
+}
+
+#[inline(never)]
+fn join_out_of_line<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA + Send,
     B: FnOnce() -> RB + Send,

@@ -134,6 +134,22 @@ fn ctx_tree_big(s: manycore_steal::Ctx<'_>, h: u32, at: u32, pad: [u64; 3], ran:
     );
 }
 
+fn plain_tree_big(h: u32, at: u32, pad: [u64; 3], ran: &AtomicUsize) {
+    if h == 0 {
+        ran.fetch_add(pad[0] as usize, Ordering::Relaxed);
+        return;
+    }
+    join(
+        || {
+            if h == at {
+                panic!("ctx a");
+            }
+            plain_tree_big(h - 1, at, pad, ran)
+        },
+        || plain_tree_big(h - 1, at, pad, ran),
+    );
+}
+
 fn ctx_tree_small(s: manycore_steal::Ctx<'_>, h: (u32, u32), ran: &AtomicUsize) {
     if h.0 == 0 {
         ran.fetch_add(1, Ordering::Relaxed);
@@ -156,16 +172,14 @@ fn ctx_tree_small(s: manycore_steal::Ctx<'_>, h: (u32, u32), ran: &AtomicUsize) 
 fn ctx_join_panics_run_b_deep_in_the_tree() {
     let pool = ThreadPool::builder().workers(2).max_sequential(3).build();
     for in_pool in [false, true] {
-        for big in [false, true] {
+        for kind in 0..3 {
+            let big = kind > 0;
             let ran = AtomicUsize::new(0);
-            let f = || {
-                manycore_steal::with_ctx(|s| {
-                    if big {
-                        ctx_tree_big(s, 10, 2, [1, 2, 3], &ran)
-                    } else {
-                        ctx_tree_small(s, (10, 2), &ran)
-                    }
-                })
+            let f = || match kind {
+                0 => manycore_steal::with_ctx(|s| ctx_tree_small(s, (10, 2), &ran)),
+                1 => manycore_steal::with_ctx(|s| ctx_tree_big(s, 10, 2, [1, 2, 3], &ran)),
+                // The plain join with big closures (inlined as well).
+                _ => plain_tree_big(10, 2, [1, 2, 3], &ran),
             };
             let r = if in_pool {
                 catch_unwind(AssertUnwindSafe(|| pool.install(f)))
@@ -178,7 +192,7 @@ fn ctx_join_panics_run_b_deep_in_the_tree() {
             assert_eq!(
                 ran.load(Ordering::Relaxed),
                 1024 / 2,
-                "big {big}, pool {in_pool}"
+                "kind {kind}, big {big}, pool {in_pool}"
             );
         }
     }
