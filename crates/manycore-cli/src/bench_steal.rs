@@ -870,3 +870,158 @@ fn idle_cpu(quick: bool, out: &mut Vec<Record>) {
     ));
     rt.shutdown();
 }
+
+// ---------------------------------------------------------------- acceptance
+
+/// The acceptance lines of issue 4 (Markdown list items), computed from the
+/// records of one run. Sizes are the run's own: a `--quick` run (as in
+/// `manycore report`) has smaller workloads than the issue names.
+pub fn summary(recs: &[Record]) -> String {
+    use std::fmt::Write as _;
+    let get = |case: &str, imp: &str, metric: &str| {
+        recs.iter()
+            .find(|r| r.case == case && r.impl_ == imp && r.metric == metric)
+            .map(|r| r.value)
+    };
+    let cases: Vec<&str> = {
+        let mut v: Vec<&str> = Vec::new();
+        for r in recs {
+            if !v.contains(&r.case.as_str()) {
+                v.push(&r.case);
+            }
+        }
+        v
+    };
+    let mut s = String::from("Acceptance (issue 4; ratios of medians from this run):\n");
+    let mut line = |what: String, v: Option<f64>, le: bool, target: f64| {
+        let _ = match v {
+            Some(v) => {
+                let ok = if le { v <= target } else { v >= target };
+                writeln!(
+                    s,
+                    "- {what}: {v:.2} (target {} {target}) {}",
+                    if le { "<=" } else { ">=" },
+                    if ok { "pass" } else { "FAIL" }
+                )
+            }
+            None => writeln!(s, "- {what}: not measured"),
+        };
+    };
+    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    };
+    for case in cases.iter().filter(|c| c.starts_with("fib(")) {
+        let ts = get(case, "sequential", "Ts");
+        for imp in ["manycore", "manycore-plain-join"] {
+            let (t1, t2) = (get(case, imp, "T1"), get(case, imp, "T2"));
+            line(format!("{case} {imp} T1/Ts"), ratio(t1, ts), true, 2.0);
+            line(
+                format!("{case} {imp} T2 / rayon T2"),
+                ratio(t2, get(case, "rayon", "T2")),
+                true,
+                0.5,
+            );
+            line(
+                format!("{case} {imp} T2 / chili T2"),
+                ratio(t2, get(case, "chili", "T2")),
+                true,
+                0.8,
+            );
+            line(format!("{case} {imp} T2/Ts"), ratio(t2, ts), true, 1.5);
+        }
+    }
+    for case in cases
+        .iter()
+        .filter(|c| c.starts_with("knary(") && c.ends_with(",1000)"))
+    {
+        line(
+            format!("{case} manycore T1/Ts"),
+            get(case, "manycore", "T1/Ts"),
+            true,
+            1.05,
+        );
+        line(
+            format!("{case} manycore efficiency (Ts/T2)/S_cap"),
+            get(case, "manycore", "efficiency"),
+            false,
+            0.9,
+        );
+    }
+    for case in cases
+        .iter()
+        .filter(|c| c.starts_with("tree_sum(") && !c.starts_with("tree_sum(1023)"))
+    {
+        line(
+            format!("{case} manycore T2 / rayon T2"),
+            ratio(get(case, "manycore", "T2"), get(case, "rayon", "T2")),
+            true,
+            0.5,
+        );
+    }
+    for case in cases.iter().filter(|c| {
+        (c.starts_with("knary(") || c.starts_with("tree_sum(") || c.starts_with("quicksort("))
+            && !c.starts_with("table")
+    }) {
+        line(
+            format!("{case} manycore T2/Ts"),
+            get(case, "manycore", "T2/Ts"),
+            true,
+            1.0,
+        );
+    }
+    line(
+        "idle runtime CPU (ms/s)".to_string(),
+        get("idle", "manycore", "idle_cpu"),
+        true,
+        2.0,
+    );
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_judges_each_line_from_the_records() {
+        let r = |case: &str, imp: &str, metric: &str, v: f64| {
+            Record::new(BENCH, case, imp, metric, v, "ms")
+        };
+        let recs = vec![
+            r("fib(30)", "sequential", "Ts", 2.0),
+            r("fib(30)", "manycore", "T1", 3.0),
+            r("fib(30)", "manycore", "T2", 2.0),
+            r("fib(30)", "rayon", "T2", 10.0),
+            r("fib(30)", "chili", "T2", 2.2),
+            r("knary(4,10,0)", "manycore", "T2/Ts", 1.3),
+            r("idle", "manycore", "idle_cpu", 0.02),
+        ];
+        let s = summary(&recs);
+        assert!(
+            s.contains("fib(30) manycore T1/Ts: 1.50 (target <= 2) pass"),
+            "{s}"
+        );
+        assert!(
+            s.contains("fib(30) manycore T2 / rayon T2: 0.20 (target <= 0.5) pass"),
+            "{s}"
+        );
+        // 2.0 / 2.2 = 0.91 > 0.8
+        assert!(
+            s.contains("fib(30) manycore T2 / chili T2: 0.91 (target <= 0.8) FAIL"),
+            "{s}"
+        );
+        assert!(
+            s.contains("fib(30) manycore-plain-join T1/Ts: not measured"),
+            "{s}"
+        );
+        assert!(
+            s.contains("knary(4,10,0) manycore T2/Ts: 1.30 (target <= 1) FAIL"),
+            "{s}"
+        );
+        assert!(
+            s.contains("idle runtime CPU (ms/s): 0.02 (target <= 2) pass"),
+            "{s}"
+        );
+    }
+}

@@ -137,7 +137,7 @@ pub const BENCHES: &[Bench] = &[
                 quick: a.quick,
             })
         },
-        summary: None,
+        summary: Some(bench_steal::summary),
     },
 ];
 
@@ -175,7 +175,7 @@ pub const SECTIONS: &[SectionEntry] = &[
     SectionEntry {
         name: "steal",
         run: |ctx| {
-            Section::auto(
+            let mut sec = Section::auto(
                 "steal",
                 "Fork-join: on-stack execution, stolen on demand (MuSE)",
                 "Ts, and T1/T2 on 1 and 2 cores for manycore, rayon and chili; efficiency is (Ts/T2)/S_cap.",
@@ -183,7 +183,9 @@ pub const SECTIONS: &[SectionEntry] = &[
                     secs: ctx.secs.min(0.3),
                     quick: ctx.quick,
                 }),
-            )
+            );
+            sec.markdown.push_str(&bench_steal::summary(&sec.records));
+            sec
         },
     },
 ];
