@@ -3,6 +3,8 @@
 //!
 //! `cargo run --release -p manycore-steal --example wq -- <fib N | tree N REPS | knary M I | qsort N> [reps] [only]`
 //! `only` = seq | t1 | t2 runs just that configuration (for `perf record`).
+//! `GAP_MS=n` sets the pause before each run (default 2; the bench's is 5: a
+//! longer pause lets idle cores fall asleep); `PIN=1` pins the cores.
 use manycore_rt::{IdlePolicy, Runtime};
 use manycore_steal::{with_ctx, Ctx, StealExt};
 use std::hint::black_box;
