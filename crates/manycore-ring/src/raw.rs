@@ -145,30 +145,8 @@ impl<T> Producer<T> {
     /// Pushes a message carrying a 32-bit tag; gives it back if the ring is full.
     #[inline]
     pub fn try_push_tagged(&mut self, value: T, tag: u32) -> Result<(), T> {
-        let cap = self.buf.slots.len() as u64;
-        if self.pos.wrapping_sub(self.head) >= cap {
-            // Acquire; pairs with the Release store of `head` in
-            // `Consumer::try_pop_tagged`, so the consumer's read of the old
-            // value happens before our write of the new one.
-            self.head = self.buf.head.load(Ordering::Acquire);
-            if self.pos.wrapping_sub(self.head) >= cap {
-                return Err(value);
-            }
-        }
-        let slot = &self.buf.slots[(self.pos & self.buf.mask) as usize];
-        // SAFETY: pos - head < capacity means the consumer has taken the value
-        // this slot held a lap ago (or it never held one); the slot is ours
-        // until the Release store below hands it to the consumer.
-        slot.val.with_mut(|p| unsafe { (*p).write(value) });
-        let next = self.pos.wrapping_add(1);
-        // Release; pairs with the Acquire in `Consumer::try_pop_tagged`: the
-        // payload written above is visible to whoever sees this sequence.
-        slot.seq.store(
-            ((tag as u64) << 32) | (next as u32 as u64),
-            Ordering::Release,
-        );
-        self.pos = next;
-        Ok(())
+        self.push_with(move || value, tag)
+            .map_err(|give_back| give_back())
     }
 
     /// Pushes the value `make` returns, built in place in the slot (no copy
@@ -184,20 +162,34 @@ impl<T> Producer<T> {
     /// ```
     #[inline]
     pub fn try_push_with<F: FnOnce() -> T>(&mut self, make: F) -> Result<(), F> {
+        self.push_with(make, 0)
+    }
+
+    /// The one push: the value `make` returns, tagged, built in the slot.
+    #[inline(always)]
+    fn push_with<F: FnOnce() -> T>(&mut self, make: F, tag: u32) -> Result<(), F> {
         let cap = self.buf.slots.len() as u64;
         if self.pos.wrapping_sub(self.head) >= cap {
-            // Acquire; as in `try_push_tagged`.
+            // Acquire; pairs with the Release store of `head` in
+            // `Consumer::try_pop_tagged`, so the consumer's read of the old
+            // value happens before our write of the new one.
             self.head = self.buf.head.load(Ordering::Acquire);
             if self.pos.wrapping_sub(self.head) >= cap {
                 return Err(make);
             }
         }
         let slot = &self.buf.slots[(self.pos & self.buf.mask) as usize];
-        // SAFETY: as in `try_push_tagged`: the slot is ours until published.
+        // SAFETY: pos - head < capacity means the consumer has taken the value
+        // this slot held a lap ago (or it never held one); the slot is ours
+        // until the Release store below hands it to the consumer.
         slot.val.with_mut(|p| unsafe { (*p).write(make()) });
         let next = self.pos.wrapping_add(1);
-        // Release; as in `try_push_tagged`.
-        slot.seq.store(next as u32 as u64, Ordering::Release);
+        // Release; pairs with the Acquire in `Consumer::try_pop_tagged`: the
+        // payload written above is visible to whoever sees this sequence.
+        slot.seq.store(
+            ((tag as u64) << 32) | (next as u32 as u64),
+            Ordering::Release,
+        );
         self.pos = next;
         Ok(())
     }

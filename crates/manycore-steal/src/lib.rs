@@ -107,14 +107,7 @@ where
 {
     const WORDS2: usize = 2 * std::mem::size_of::<usize>();
     if std::mem::size_of::<A>() > WORDS2 || std::mem::size_of::<B>() > WORDS2 {
-        let unrecorded = raw::with_local_flat(|local| {
-            let n = local.beat.get();
-            let counted = local.depth.get() >= LATENT_WINDOW && n != 0;
-            if counted {
-                local.beat.set(n - 1);
-            }
-            counted
-        });
+        let unrecorded = raw::with_local_flat(|local| count_unrecorded(local, local.depth.get()));
         if unrecorded {
             return raw::join_unrecorded_in_place((), |()| a(), |()| b());
         }
@@ -143,6 +136,18 @@ where
         }
         join_recorded_plain(local, depth, a, b)
     })
+}
+
+/// A join at `depth` that runs unrecorded (below the window, not on a
+/// tick): counts it and returns true. Otherwise false: record it.
+#[inline(always)]
+fn count_unrecorded(local: &Local, depth: u32) -> bool {
+    let n = local.beat.get();
+    let counted = depth >= LATENT_WINDOW && n != 0;
+    if counted {
+        local.beat.set(n - 1);
+    }
+    counted
 }
 
 /// The recorded join of the plain form (out of line, as for `Ctx::join`).
@@ -255,14 +260,7 @@ impl Ctx<'_> {
         let depth = self.depth;
         // The closures stay out of the thread-local accessor's closure: moved
         // into it, they would be copied on every join.
-        let unrecorded = raw::with_local_flat(|local| {
-            let n = local.beat.get();
-            let counted = depth >= LATENT_WINDOW && n != 0;
-            if counted {
-                local.beat.set(n - 1);
-            }
-            counted
-        });
+        let unrecorded = raw::with_local_flat(|local| count_unrecorded(local, depth));
         if unrecorded {
             // The depth saturates at LATENT_WINDOW.
             return raw::join_unrecorded_in_place(self, a, b);
