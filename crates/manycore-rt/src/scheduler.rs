@@ -154,7 +154,6 @@ pub(crate) struct CoreLocal {
     pub(crate) pending: crate::group::PendingSinks,
     pub(crate) tasks: crate::sched::TaskQueue,
     urgent_seen: Cell<u64>,
-    hook: RefCell<Option<Arc<dyn crate::runtime::IdleHook>>>,
     hook_gen: Cell<u64>,
     sent: Cell<u64>,
     received: Cell<u64>,
@@ -206,7 +205,6 @@ impl CoreLocal {
             pending: Default::default(),
             tasks: crate::sched::TaskQueue::new(sched),
             urgent_seen: Cell::new(0),
-            hook: RefCell::new(None),
             hook_gen: Cell::new(0),
             sent: Cell::new(0),
             received: Cell::new(0),
@@ -539,19 +537,21 @@ impl CoreLocal {
         self.poll_all();
     }
 
-    /// The idle hook, cached per core (refreshed when the runtime's changes).
-    fn idle_hook(&self) -> Option<Arc<dyn crate::runtime::IdleHook>> {
+    /// Refreshes `cache` (the core loop's copy of the idle hook) if the
+    /// runtime's hook changed since. The loop keeps its own `Arc`: cloning
+    /// one per idle round would bounce its count's cache line between all
+    /// idle cores (one shared hook) on every round.
+    fn refresh_idle_hook(&self, cache: &mut Option<Arc<dyn crate::runtime::IdleHook>>) {
         let gen = self.shared.hook_gen.load(Ordering::Acquire);
         if gen != self.hook_gen.get() {
             self.hook_gen.set(gen);
-            *self.hook.borrow_mut() = self
+            *cache = self
                 .shared
                 .idle_hook
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone();
         }
-        self.hook.borrow().clone()
     }
 
     /// One step of `block_on` on a core outside any coroutine: poll the
@@ -652,6 +652,7 @@ pub(crate) fn run_core(local: CoreLocal) {
     let policy_spin = l.shared.idle.spin_budget();
     let mut budget = SpinBudget::new(policy_spin);
     let mut empty = 0u32;
+    let mut hook = None;
     loop {
         if l.poll() > 0 {
             budget.reset();
@@ -660,7 +661,8 @@ pub(crate) fn run_core(local: CoreLocal) {
         if l.shared.closing.load(Ordering::Acquire) {
             break;
         }
-        if let Some(h) = l.idle_hook() {
+        l.refresh_idle_hook(&mut hook);
+        if let Some(h) = &hook {
             if h.on_idle(l.index) {
                 budget.reset();
                 continue;
