@@ -27,10 +27,25 @@ fn main() {
             let mut per = Vec::new();
             let end = Instant::now() + Duration::from_secs_f64(secs);
             let mut x = 0u64;
+            // MODE=spawn: the reply is a raw atomic store that core 0 spins
+            // on (the message leg alone, without completion record or wait).
+            let spawn = std::env::var("MODE").is_ok_and(|m| m == "spawn");
+            let flag = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
             while Instant::now() < end {
                 let t = Instant::now();
                 for _ in 0..10_000 {
-                    x = c1.call(move || x + 1).wait().unwrap();
+                    if spawn {
+                        let f = flag.clone();
+                        let want = x + 1;
+                        c1.spawn(move || f.store(want, std::sync::atomic::Ordering::Release))
+                            .unwrap();
+                        while flag.load(std::sync::atomic::Ordering::Acquire) != want {
+                            std::hint::spin_loop();
+                        }
+                        x = want;
+                    } else {
+                        x = c1.call(move || x + 1).wait().unwrap();
+                    }
                 }
                 per.push(t.elapsed().as_nanos() as f64 / 10_000.0);
             }

@@ -155,6 +155,9 @@ pub(crate) struct CoreLocal {
     pub(crate) tasks: crate::sched::TaskQueue,
     urgent_seen: Cell<u64>,
     hook_gen: Cell<u64>,
+    /// The source whose ring last had a message (the idle loop watches it
+    /// between polls).
+    last_src: Cell<usize>,
     sent: Cell<u64>,
     received: Cell<u64>,
     epoch: Cell<u64>,
@@ -206,6 +209,7 @@ impl CoreLocal {
             tasks: crate::sched::TaskQueue::new(sched),
             urgent_seen: Cell::new(0),
             hook_gen: Cell::new(0),
+            last_src: Cell::new(0),
             sent: Cell::new(0),
             received: Cell::new(0),
             epoch: Cell::new(0),
@@ -352,8 +356,28 @@ impl CoreLocal {
                 None => break,
             }
         }
-        self.received.set(self.received.get() + n as u64);
+        if n > 0 {
+            self.received.set(self.received.get() + n as u64);
+            self.last_src.set(src);
+        }
         n + urgent
+    }
+
+    /// Watches the ring that last had a message for up to `looks` loads of
+    /// its next slot (one load of a line this core holds until the sender
+    /// writes it); returns early when a message is there. An idle core
+    /// between two polls: a message from the usual sender is seen within a
+    /// few ns instead of half a poll (about 15 ns) later on average.
+    #[inline]
+    fn watch_last_ring(&self, looks: u32) {
+        let consumers = self.consumers.borrow();
+        if let Some(Some(c)) = consumers.get(self.last_src.get()) {
+            for _ in 0..looks {
+                if !c.is_empty() {
+                    return;
+                }
+            }
+        }
     }
 
     fn run_local(&self, max: usize) -> usize {
@@ -677,6 +701,7 @@ pub(crate) fn run_core(local: CoreLocal) {
                 l.set_idle();
             }
         }
+        l.watch_last_ring(WAIT_LOOKS);
         if budget.spin() {
             continue;
         }
