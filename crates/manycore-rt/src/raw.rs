@@ -144,17 +144,139 @@ struct Completion<T> {
 
 /// Makes a completion record; returns its completer's and its waiter's end.
 pub(crate) fn completion<T>() -> (Tx<T>, Rx<T>) {
-    let c = Box::new(Completion {
+    let c = Completion {
         state: AtomicU32::new(0),
         value: UnsafeCell::new(None),
         waker: UnsafeCell::new(None),
         #[cfg(loom)]
         freed: std::sync::atomic::AtomicBool::new(false),
-    });
+    };
+    #[cfg(not(loom))]
+    let p = match records::take::<Completion<T>>() {
+        Some(p) => {
+            // SAFETY: `take` gave us an unused block with room and alignment
+            // for a Completion<T>.
+            unsafe { p.as_ptr().write(c) };
+            p
+        }
+        None => NonNull::from(Box::leak(Box::new(c))),
+    };
     // Freed by `free` (under loom, never deallocated but poisoned, so that a
     // touch after the free is caught by `check` instead of being UB).
-    let p = NonNull::from(Box::leak(c));
+    #[cfg(loom)]
+    let p = NonNull::from(Box::leak(Box::new(c)));
     (Tx { p }, Rx { p })
+}
+
+/// Completion records that fit one cache line come from a small per-thread
+/// queue of line-sized, line-aligned blocks, oldest first.
+///
+/// Why not `Box`: the allocator hands the block it was just given back at
+/// once, and the waiter then writes (frees, then initialises) a line that
+/// the completer wrote a moment ago: on the caller's critical path it waits
+/// for that line to come back from the other core. Here a freed block goes
+/// to the back of the queue and is taken again only after a few others. A
+/// whole line also means no false sharing with whatever the allocator put
+/// beside a 56-byte record. `rttq` (call round trip, core 0 -> 1): 171-204
+/// ns -> 163-169 ns in interleaved runs. (Also writing to the next block
+/// while waiting, to fetch its line early, measured no better.)
+#[cfg(not(loom))]
+mod records {
+    use std::alloc::{alloc, dealloc, Layout};
+    use std::cell::RefCell;
+    use std::collections::VecDeque;
+    use std::ptr::NonNull;
+
+    /// One cache line.
+    const BLOCK: Layout = match Layout::from_size_align(64, 64) {
+        Ok(l) => l,
+        Err(_) => panic!("64-byte blocks"),
+    };
+    /// Blocks kept per thread (more are given back to the allocator).
+    const KEEP: usize = 16;
+    /// Blocks a thread keeps in reserve before it reuses one, so that the
+    /// block it takes is not the one it just freed.
+    const RESERVE: usize = 2;
+
+    struct Queue(VecDeque<NonNull<u8>>);
+
+    impl Drop for Queue {
+        fn drop(&mut self) {
+            for p in self.0.drain(..) {
+                // SAFETY: every block in the queue came from `alloc(BLOCK)`
+                // and is unused.
+                unsafe { dealloc(p.as_ptr(), BLOCK) };
+            }
+        }
+    }
+
+    thread_local! {
+        static FREE: RefCell<Queue> = const { RefCell::new(Queue(VecDeque::new())) };
+    }
+
+    /// True if records of type `R` use the blocks.
+    const fn fits<R>() -> bool {
+        std::mem::size_of::<R>() <= BLOCK.size() && std::mem::align_of::<R>() <= BLOCK.align()
+    }
+
+    /// A block for an `R`: the oldest free one, or a new one. None if `R`
+    /// does not fit a block (the caller boxes it).
+    #[inline]
+    pub(super) fn take<R>() -> Option<NonNull<R>> {
+        if !fits::<R>() {
+            return None;
+        }
+        let reused = FREE
+            .try_with(|q| {
+                let mut q = q.borrow_mut();
+                if q.0.len() > RESERVE {
+                    q.0.pop_front()
+                } else {
+                    None
+                }
+            })
+            .ok()
+            .flatten();
+        let p = match reused {
+            Some(p) => p,
+            None => {
+                // SAFETY: BLOCK has a non-zero size.
+                let p = unsafe { alloc(BLOCK) };
+                NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(BLOCK))
+            }
+        };
+        Some(p.cast())
+    }
+
+    /// Gives back the block of a record of type `R` whose contents were
+    /// dropped. Returns false if `R` does not use blocks (the caller frees
+    /// it as a Box).
+    ///
+    /// # Safety
+    /// `p` came from [`take::<R>`], and nothing refers to it any more.
+    #[inline]
+    pub(super) unsafe fn give<R>(p: NonNull<R>) -> bool {
+        if !fits::<R>() {
+            return false;
+        }
+        let p = p.cast::<u8>();
+        let kept = FREE
+            .try_with(|q| {
+                let mut q = q.borrow_mut();
+                if q.0.len() < KEEP {
+                    q.0.push_back(p);
+                    true
+                } else {
+                    false
+                }
+            })
+            .unwrap_or(false);
+        if !kept {
+            // SAFETY: guaranteed by the caller; blocks come from alloc(BLOCK).
+            unsafe { dealloc(p.as_ptr(), BLOCK) };
+        }
+        true
+    }
 }
 
 /// Loom models only: a completion and a probe that tells whether its record
@@ -208,8 +330,18 @@ impl<T> Completion<T> {
 /// `p` came from `completion`, and neither end will touch it again.
 unsafe fn free<T>(p: NonNull<Completion<T>>) {
     #[cfg(not(loom))]
-    // SAFETY: guaranteed by the caller; the pointer came from Box::leak.
-    drop(unsafe { Box::from_raw(p.as_ptr()) });
+    {
+        // SAFETY: guaranteed by the caller: the record is initialised and
+        // nobody refers to it any more.
+        unsafe { std::ptr::drop_in_place(p.as_ptr()) };
+        // SAFETY: as above; the block came from `records::take` exactly when
+        // a Completion<T> fits one, else from Box::leak.
+        if !unsafe { records::give(p) } {
+            // SAFETY: from Box::leak, contents already dropped: free the
+            // memory only.
+            drop(unsafe { Box::from_raw(p.as_ptr().cast::<ManuallyDrop<Completion<T>>>()) });
+        }
+    }
     #[cfg(loom)]
     {
         // SAFETY: guaranteed by the caller; records are never deallocated under
@@ -552,6 +684,56 @@ give it a larger stack (Builder::coroutine_stack or Core::spawn_coroutine_with_s
             } else {
                 let f: extern "C" fn(libc::c_int) = std::mem::transmute(old.sa_sigaction);
                 f(sig);
+            }
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The results of everyday calls travel in one-line blocks (if this fails,
+    /// the record grew and such calls went back to the allocator).
+    #[test]
+    fn common_records_fit_a_block() {
+        assert!(
+            size_of::<Completion<u64>>() <= 64,
+            "{}",
+            size_of::<Completion<u64>>()
+        );
+        assert!(size_of::<Completion<()>>() <= 64);
+        assert!(size_of::<Completion<String>>() <= 64);
+        assert!(size_of::<Completion<[u64; 16]>>() > 64);
+    }
+
+    /// Records of both kinds (blocks and boxes), completed and dropped in
+    /// either order, on either thread: every value arrives, nothing is freed
+    /// twice (a double free would abort the test process).
+    #[test]
+    fn records_are_reused_safely_across_threads() {
+        for round in 0..200u64 {
+            let (txs, rxs): (Vec<Tx<u64>>, Vec<Rx<u64>>) = (0..8).map(|_| completion()).unzip();
+            let big: Vec<_> = (0..8).map(|_| completion::<[u64; 16]>()).collect();
+            let t = std::thread::spawn(move || {
+                for (i, tx) in txs.into_iter().enumerate() {
+                    tx.complete(Ok(round * 100 + i as u64));
+                }
+            });
+            // Drop every other waiter early: its completer may then free the
+            // record, on the other thread.
+            let kept: Vec<(usize, Rx<u64>)> = rxs
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| i % 2 == 1)
+                .collect();
+            t.join().unwrap();
+            for (i, rx) in kept {
+                assert_eq!(rx.take(), Some(Ok(round * 100 + i as u64)));
+            }
+            for (i, (tx, rx)) in big.into_iter().enumerate() {
+                tx.complete(Ok([i as u64; 16]));
+                assert_eq!(rx.take(), Some(Ok([i as u64; 16])));
             }
         }
     }
