@@ -371,7 +371,12 @@ impl<T> Tx<T> {
         c.check();
         // SAFETY: only the completer writes the value, once, and the waiter
         // reads it only after observing DONE, which is set after this write.
-        c.value.with_mut(|v| unsafe { *v = Some(r) });
+        // The cell still holds the `None` it was made with, so it is
+        // overwritten without being read (and dropped) first: a read would
+        // fetch the line shared, and the write after it would then fetch it
+        // again, exclusive; a bare write fetches it once (the waiter's core
+        // holds it: this is the one line transfer of the result's way back).
+        c.value.with_mut(|v| unsafe { v.write(Some(r)) });
         // AcqRel: Release publishes the value to the waiter's Acquire load of
         // DONE; Acquire pairs with the Release of `register` so the waker
         // stored before WAITER is visible here, and with `Rx::drop`'s GONE.

@@ -368,15 +368,24 @@ impl CoreLocal {
     /// writes it); returns early when a message is there. An idle core
     /// between two polls: a message from the usual sender is seen within a
     /// few ns instead of half a poll (about 15 ns) later on average.
+    /// If one arrives, runs that ring's messages at once (what the next poll
+    /// would have done, minus walking the bitmap). Returns how many ran.
     #[inline]
-    fn watch_last_ring(&self, looks: u32) {
-        let consumers = self.consumers.borrow();
-        if let Some(Some(c)) = consumers.get(self.last_src.get()) {
-            for _ in 0..looks {
-                if !c.is_empty() {
-                    return;
-                }
+    fn watch_last_ring(&self, looks: u32) -> usize {
+        let src = self.last_src.get();
+        let arrived = {
+            let consumers = self.consumers.borrow();
+            match consumers.get(src) {
+                Some(Some(c)) => (0..looks).any(|_| !c.is_empty()),
+                _ => false,
             }
+        };
+        if arrived {
+            let n = self.drain_ring(src, BATCH);
+            self.set_busy();
+            n
+        } else {
+            0
         }
     }
 
@@ -701,7 +710,10 @@ pub(crate) fn run_core(local: CoreLocal) {
                 l.set_idle();
             }
         }
-        l.watch_last_ring(WAIT_LOOKS);
+        if l.watch_last_ring(WAIT_LOOKS) > 0 {
+            budget.reset();
+            continue;
+        }
         if budget.spin() {
             continue;
         }
