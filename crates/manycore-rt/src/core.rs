@@ -238,17 +238,24 @@ impl Core {
 
     /// Sends a message to this core from wherever we are.
     pub(crate) fn send(&self, m: Message) -> Result<(), InvokeError> {
-        let id = self.shared.id;
-        match scheduler::with_local(|l| match l {
-            Some(l) if l.shared.id == id => {
-                l.send(self.index, m);
-                None
-            }
-            _ => Some(m),
-        }) {
+        match self.on_own_core(m, |l, m| l.send(self.index, m)) {
             None => Ok(()),
             Some(m) => self.send_external(m),
         }
+    }
+
+    /// Runs `f(local, x)` if the caller is a core of this core's runtime;
+    /// otherwise gives `x` back (the caller then goes the outside way).
+    #[inline]
+    fn on_own_core<X>(&self, x: X, f: impl FnOnce(&scheduler::CoreLocal, X)) -> Option<X> {
+        let id = self.shared.id;
+        scheduler::with_local(|l| match l {
+            Some(l) if l.shared.id == id => {
+                f(l, x);
+                None
+            }
+            _ => Some(x),
+        })
     }
 
     /// Sends closure `f` to this core; from a core of our runtime, the
@@ -266,14 +273,7 @@ impl Core {
         if !Message::fits::<F>() {
             return self.send(Message::new(f));
         }
-        let id = self.shared.id;
-        match scheduler::with_local(|l| match l {
-            Some(l) if l.shared.id == id => {
-                l.send_with(self.index, f);
-                None
-            }
-            _ => Some(f),
-        }) {
+        match self.on_own_core(f, |l, f| l.send_with(self.index, f)) {
             None => Ok(()),
             Some(f) => self.send_external(Message::new(f)),
         }

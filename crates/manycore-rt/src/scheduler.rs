@@ -154,7 +154,6 @@ pub(crate) struct CoreLocal {
     pub(crate) pending: crate::group::PendingSinks,
     pub(crate) tasks: crate::sched::TaskQueue,
     urgent_seen: Cell<u64>,
-    hook_gen: Cell<u64>,
     /// The source whose ring last had a message (the idle loop watches it
     /// between polls).
     last_src: Cell<usize>,
@@ -208,7 +207,6 @@ impl CoreLocal {
             pending: Default::default(),
             tasks: crate::sched::TaskQueue::new(sched),
             urgent_seen: Cell::new(0),
-            hook_gen: Cell::new(0),
             last_src: Cell::new(0),
             sent: Cell::new(0),
             received: Cell::new(0),
@@ -365,11 +363,11 @@ impl CoreLocal {
 
     /// Watches the ring that last had a message for up to `looks` loads of
     /// its next slot (one load of a line this core holds until the sender
-    /// writes it); returns early when a message is there. An idle core
-    /// between two polls: a message from the usual sender is seen within a
-    /// few ns instead of half a poll (about 15 ns) later on average.
-    /// If one arrives, runs that ring's messages at once (what the next poll
-    /// would have done, minus walking the bitmap). Returns how many ran.
+    /// writes it), and if a message arrives, runs that ring at once (what
+    /// the next poll would have done, minus walking the bitmap). For an idle
+    /// core between two polls: a message from the usual sender is seen
+    /// within a few ns instead of half a poll (about 15 ns) later on
+    /// average. Returns how many messages ran.
     #[inline]
     fn watch_last_ring(&self, looks: u32) -> usize {
         let src = self.last_src.get();
@@ -570,14 +568,18 @@ impl CoreLocal {
         self.poll_all();
     }
 
-    /// Refreshes `cache` (the core loop's copy of the idle hook) if the
-    /// runtime's hook changed since. The loop keeps its own `Arc`: cloning
-    /// one per idle round would bounce its count's cache line between all
-    /// idle cores (one shared hook) on every round.
-    fn refresh_idle_hook(&self, cache: &mut Option<Arc<dyn crate::runtime::IdleHook>>) {
+    /// Refreshes `cache` (the core loop's copy of the idle hook, taken at
+    /// generation `seen`) if the runtime's hook changed since. The loop keeps
+    /// its own `Arc`: cloning one per idle round would bounce its count's
+    /// cache line between all idle cores (one shared hook) on every round.
+    fn refresh_idle_hook(
+        &self,
+        seen: &mut u64,
+        cache: &mut Option<Arc<dyn crate::runtime::IdleHook>>,
+    ) {
         let gen = self.shared.hook_gen.load(Ordering::Acquire);
-        if gen != self.hook_gen.get() {
-            self.hook_gen.set(gen);
+        if gen != *seen {
+            *seen = gen;
             *cache = self
                 .shared
                 .idle_hook
@@ -685,7 +687,7 @@ pub(crate) fn run_core(local: CoreLocal) {
     let policy_spin = l.shared.idle.spin_budget();
     let mut budget = SpinBudget::new(policy_spin);
     let mut empty = 0u32;
-    let mut hook = None;
+    let (mut hook_gen, mut hook) = (0, None);
     loop {
         if l.poll() > 0 {
             budget.reset();
@@ -694,7 +696,7 @@ pub(crate) fn run_core(local: CoreLocal) {
         if l.shared.closing.load(Ordering::Acquire) {
             break;
         }
-        l.refresh_idle_hook(&mut hook);
+        l.refresh_idle_hook(&mut hook_gen, &mut hook);
         if let Some(h) = &hook {
             if h.on_idle(l.index) {
                 budget.reset();

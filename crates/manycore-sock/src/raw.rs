@@ -244,13 +244,7 @@ pub(crate) fn getpid() -> u32 {
 
 /// The CPU this thread runs on now (or u32::MAX if unknown).
 pub(crate) fn current_cpu() -> u32 {
-    // SAFETY: sched_getcpu has no preconditions; it returns -1 on failure.
-    let c = unsafe { libc::sched_getcpu() };
-    if c < 0 {
-        u32::MAX
-    } else {
-        c as u32
-    }
+    manycore_sync::cpu::current_cpu().map_or(u32::MAX, |c| c as u32)
 }
 
 /// A Unix socket address: a path or a Linux abstract name.

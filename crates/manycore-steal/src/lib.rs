@@ -105,8 +105,7 @@ where
     RA: Send,
     RB: Send,
 {
-    const WORDS2: usize = 2 * std::mem::size_of::<usize>();
-    if std::mem::size_of::<A>() > WORDS2 || std::mem::size_of::<B>() > WORDS2 {
+    if passed_in_memory::<A, B>() {
         let unrecorded = raw::with_local_flat(|local| count_unrecorded(local, local.depth.get()));
         if unrecorded {
             return raw::join_unrecorded_in_place((), |()| a(), |()| b());
@@ -129,13 +128,20 @@ where
         // The depth saturates at LATENT_WINDOW: below the window a join only
         // reads it (no store for the joins under it to wait for).
         let depth = local.depth.get();
-        let n = local.beat.get();
-        if depth >= LATENT_WINDOW && n != 0 {
-            local.beat.set(n - 1);
+        if count_unrecorded(local, depth) {
             return raw::join_unrecorded(a, b);
         }
         join_recorded_plain(local, depth, a, b)
     })
+}
+
+/// True if either closure of a join is bigger than two words: the Rust ABI
+/// then passes it in memory, and the join is inlined rather than called
+/// (see `Ctx::join`).
+#[inline(always)]
+const fn passed_in_memory<A, B>() -> bool {
+    const WORDS2: usize = 2 * std::mem::size_of::<usize>();
+    std::mem::size_of::<A>() > WORDS2 || std::mem::size_of::<B>() > WORDS2
 }
 
 /// A join at `depth` that runs unrecorded (below the window, not on a
@@ -211,7 +217,7 @@ impl Ctx<'_> {
     // copy them (to keep `b` where the unwinding path finds it) with wide
     // loads of what the caller had just stored field by field: a load the
     // store buffer cannot forward, which waits for the stores to retire
-    // (56% of the join's time in knary(4,10,0), per perf). Inlined, the
+    // (40-56% of the join's time in knary(4,10,0), per perf). Inlined, the
     // closures are built where they are used.
     #[inline(always)]
     pub fn join<A, B, RA, RB>(self, a: A, b: B) -> (RA, RB)
@@ -221,8 +227,7 @@ impl Ctx<'_> {
         RA: Send,
         RB: Send,
     {
-        const WORDS2: usize = 2 * std::mem::size_of::<usize>();
-        if std::mem::size_of::<A>() > WORDS2 || std::mem::size_of::<B>() > WORDS2 {
+        if passed_in_memory::<A, B>() {
             self.join_here(a, b)
         } else {
             self.join_out_of_line(a, b)
@@ -239,9 +244,7 @@ impl Ctx<'_> {
     {
         let depth = self.depth;
         raw::with_local_flat(|local| {
-            let n = local.beat.get();
-            if depth >= LATENT_WINDOW && n != 0 {
-                local.beat.set(n - 1);
+            if count_unrecorded(local, depth) {
                 // The depth saturates at LATENT_WINDOW.
                 return raw::join_unrecorded(move || a(self), move || b(self));
             }

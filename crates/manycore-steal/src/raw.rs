@@ -375,8 +375,8 @@ pub(crate) fn join_unrecorded<RA, RB>(a: impl FnOnce() -> RA, b: impl FnOnce() -
 /// union in memory, so the closures of every join were copied on the way,
 /// with 16-byte loads of what the caller had just written with 8-byte
 /// stores. Such a load cannot be forwarded from the store buffer and waits
-/// for the stores to retire; in knary(4,10,0) that copy took 40% of the
-/// time in `Ctx::join` (perf).
+/// for the stores to retire; in knary(4,10,0) that copy took 40-56% of
+/// the time in `Ctx::join` (perf, two runs).
 #[inline(always)]
 pub(crate) fn join_unrecorded_in_place<C: Copy, RA, RB>(
     c: C,
