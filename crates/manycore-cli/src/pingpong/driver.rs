@@ -44,6 +44,16 @@ impl Plan {
             batch_fraction: 0.1,
         }
     }
+    /// One of this plan's repetitions as a plan of its own: the same
+    /// budget per repetition and the same batch length (for interleaving
+    /// the repetitions of several rows).
+    pub fn one_rep(&self) -> Self {
+        Self {
+            secs: self.secs / self.reps.max(1) as f64,
+            reps: 1,
+            batch_fraction: self.batch_fraction,
+        }
+    }
     fn rep_budget(&self) -> Duration {
         Duration::from_secs_f64((self.secs / self.reps as f64).max(1e-4))
     }
@@ -65,6 +75,12 @@ pub struct Samples {
 }
 
 impl Samples {
+    /// Adds another run's figures (more repetitions of the same row).
+    pub fn merge(&mut self, other: Samples) {
+        self.per_rep_ns.extend(other.per_rep_ns);
+        self.per_batch_ns.extend(other.per_batch_ns);
+        self.ops += other.ops;
+    }
     /// Median over repetitions, ns per operation.
     pub fn median_ns(&self) -> Option<f64> {
         crate::stats::median(&self.per_rep_ns)
@@ -239,6 +255,25 @@ mod tests {
         assert!((s.p99_ns().unwrap() - 100.0).abs() < 1e-6);
         assert!((s.median_mops().unwrap() - 10.0).abs() < 1e-9);
         assert!(calls > 0);
+    }
+
+    #[test]
+    fn one_rep_plans_merge_like_one_plan() {
+        let plan = Plan::latency(0.03, 3);
+        let one = plan.one_rep();
+        assert_eq!(one.reps, 1);
+        assert_eq!(one.rep_budget(), plan.rep_budget());
+        assert_eq!(one.batch_target(), plan.batch_target());
+        let mut all = Samples::default();
+        for k in 1..=3u64 {
+            // Repetition k runs at k * 100 ns per operation.
+            let s = run_batches(one, |n| Ok(Duration::from_nanos(100 * k * n))).unwrap();
+            assert_eq!(s.per_rep_ns.len(), 1);
+            all.merge(s);
+        }
+        assert_eq!(all.per_rep_ns.len(), 3);
+        assert!((all.median_ns().unwrap() - 200.0).abs() < 1e-6);
+        assert!(all.ops > 3);
     }
 
     #[test]

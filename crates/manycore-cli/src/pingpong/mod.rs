@@ -117,9 +117,22 @@ fn idle_window(secs: f64) -> std::time::Duration {
 }
 
 /// One row of the run: a name for the progress bar and the work.
-struct Row {
-    label: String,
-    run: Box<dyn FnOnce() -> Result<Vec<Record>, String>>,
+enum Row {
+    /// A timed row (latency or throughput): called once per repetition with
+    /// a one-repetition plan; the repetitions of all timed rows are
+    /// interleaved (see [`run`]).
+    Timed {
+        label: String,
+        imp: &'static str,
+        plan: Plan,
+        measure: Box<dyn FnMut(Plan) -> Result<Samples, String>>,
+        records: fn(&str, &Samples) -> Vec<Record>,
+    },
+    /// A row run once (idle CPU).
+    Once {
+        label: String,
+        run: Box<dyn FnOnce() -> Result<Vec<Record>, String>>,
+    },
 }
 
 fn latency_records(imp: &str, s: &Samples) -> Vec<Record> {
@@ -146,11 +159,14 @@ fn latency_row(
     label: &str,
     imp: &'static str,
     plan: Plan,
-    f: impl FnOnce(Plan) -> Result<Samples, String> + 'static,
+    f: impl FnMut(Plan) -> Result<Samples, String> + 'static,
 ) -> Row {
-    Row {
+    Row::Timed {
         label: label.into(),
-        run: Box::new(move || f(plan).map(|s| latency_records(imp, &s))),
+        imp,
+        plan,
+        measure: Box::new(f),
+        records: latency_records,
     }
 }
 
@@ -158,11 +174,14 @@ fn throughput_row(
     label: &str,
     imp: &'static str,
     plan: Plan,
-    f: impl FnOnce(Plan) -> Result<Samples, String> + 'static,
+    f: impl FnMut(Plan) -> Result<Samples, String> + 'static,
 ) -> Row {
-    Row {
+    Row::Timed {
         label: label.into(),
-        run: Box::new(move || f(plan).map(|s| throughput_records(imp, &s))),
+        imp,
+        plan,
+        measure: Box::new(f),
+        records: throughput_records,
     }
 }
 
@@ -220,7 +239,7 @@ fn rows(o: &PingpongOpts) -> Vec<Row> {
         ));
     }
     let window = idle_window(o.secs);
-    v.push(Row {
+    v.push(Row::Once {
         label: "idle cpu: no runtime".into(),
         run: Box::new(move || {
             let ms = idle_cpu_ms_per_s(window, || Ok(()))?;
@@ -235,7 +254,7 @@ fn rows(o: &PingpongOpts) -> Vec<Row> {
         }),
     });
     for &i in &o.idle {
-        v.push(Row {
+        v.push(Row::Once {
             label: format!("idle cpu: {}", i.impl_name()),
             run: Box::new(move || {
                 let ms = idle_cpu_ms_per_s(window, || rt::idle_runtime(i))?;
@@ -273,21 +292,73 @@ pub fn idle_cpu_ms_per_s<T>(
 
 /// Runs the benchmark; failures of single rows go to stderr (through the
 /// progress bar) and leave that row out.
+///
+/// The repetitions of the timed rows are interleaved: repetition 1 of every
+/// row, then repetition 2 of every row, and so on. On a shared VM the cost
+/// of a cache-line transfer changes with where the host places the two
+/// vCPUs (here the raw atomic round trip moved between 258 and 315 ns from
+/// one run to the next), and rows measured one after the other would each
+/// see a different placement; interleaved, every row's median is taken over
+/// the same stretch of time, so the ratios compare like with like.
 pub fn run(o: &PingpongOpts, progress: &Progress) -> Vec<Record> {
     if driver::cpu_pair().is_none() {
         progress
             .println("pingpong: fewer than 2 CPUs in the original CPU set: threads are not pinned");
     }
     let rows = rows(o);
-    progress.add_len(rows.len() as u64);
+    let reps = o.reps.max(1);
+    let timed = rows
+        .iter()
+        .filter(|r| matches!(r, Row::Timed { .. }))
+        .count();
+    progress.add_len((timed * reps + rows.len() - timed) as u64);
     let mut out = Vec::new();
-    for row in rows {
-        progress.set_message(&format!("pingpong {}", row.label));
-        match (row.run)() {
-            Ok(r) => out.extend(r),
-            Err(e) => progress.println(&format!("pingpong: {}: failed: {e}", row.label)),
+    // Timed rows, interleaved; `None` once a row has failed.
+    let mut acc: Vec<Option<Samples>> = rows
+        .iter()
+        .map(|r| matches!(r, Row::Timed { .. }).then(Samples::default))
+        .collect();
+    let mut rows = rows;
+    for rep in 0..reps {
+        for (row, acc) in rows.iter_mut().zip(acc.iter_mut()) {
+            let Row::Timed {
+                label,
+                plan,
+                measure,
+                ..
+            } = row
+            else {
+                continue;
+            };
+            progress.set_message(&format!("pingpong {label} ({}/{reps})", rep + 1));
+            if let Some(a) = acc {
+                match measure(plan.one_rep()) {
+                    Ok(s) => a.merge(s),
+                    Err(e) => {
+                        progress.println(&format!("pingpong: {label}: failed: {e}"));
+                        *acc = None;
+                    }
+                }
+            }
+            progress.inc();
         }
-        progress.inc();
+    }
+    for (row, acc) in rows.into_iter().zip(acc) {
+        match row {
+            Row::Timed { imp, records, .. } => {
+                if let Some(s) = acc {
+                    out.extend(records(imp, &s));
+                }
+            }
+            Row::Once { label, run } => {
+                progress.set_message(&format!("pingpong {label}"));
+                match run() {
+                    Ok(r) => out.extend(r),
+                    Err(e) => progress.println(&format!("pingpong: {label}: failed: {e}")),
+                }
+                progress.inc();
+            }
+        }
     }
     let ratios = ratios(&out);
     out.extend(ratios);
