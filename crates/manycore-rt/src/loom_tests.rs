@@ -53,6 +53,34 @@ fn doorbell_no_lost_wakeup() {
     });
 }
 
+/// `Mailbox::wake` (not sticky) against a receiver whose sleep re-check
+/// looks at work published elsewhere (an idle hook's `pending`): the
+/// publisher stores, then wakes; the receiver announces, re-checks, waits.
+#[test]
+fn wake_for_pending_work_no_lost_wakeup() {
+    loom::model(|| {
+        let mb = loom::sync::Arc::new(Mailbox::new(1));
+        let work = loom::sync::Arc::new(AtomicBool::new(false));
+        let (mb2, work2) = (mb.clone(), work.clone());
+        let t = thread::spawn(move || {
+            work2.store(true, Ordering::Relaxed);
+            mb2.wake();
+        });
+        loop {
+            if work.load(Ordering::Relaxed) {
+                break;
+            }
+            let key = mb.doorbell().prepare_wait();
+            if work.load(Ordering::Relaxed) {
+                mb.doorbell().cancel_wait();
+                break;
+            }
+            mb.doorbell().wait(key);
+        }
+        t.join().unwrap();
+    });
+}
+
 /// A sender whose bit is still set skips the `fetch_or`; the receiver's
 /// periodic clear-and-rescan must still find its message.
 #[test]

@@ -107,6 +107,15 @@ impl Mailbox {
         self.inner.urgent.load(Ordering::Acquire)
     }
 
+    /// Anyone: wakes the receiver if it sleeps (or is about to: its
+    /// `prepare_wait` comes before its last look at its work, and this fence
+    /// before our look at its waiters). Not sticky: the waker must have
+    /// published what it wants the receiver to see where the receiver's
+    /// sleep re-check looks (its rings, or its idle hook's `pending`).
+    pub(crate) fn wake(&self) {
+        self.inner.doorbell.notify_all();
+    }
+
     /// Anyone: asks the receiver to run its scheduler loop (and idle hook)
     /// once more. Sticky: the receiver's sleep re-check consumes it.
     pub(crate) fn notify(&self) {

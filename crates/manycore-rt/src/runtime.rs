@@ -51,6 +51,15 @@ impl IdlePolicy {
 pub trait IdleHook: Send + Sync + 'static {
     /// Returns true if it found and did work (the core then polls again).
     fn on_idle(&self, core: usize) -> bool;
+
+    /// Whether work for `core` is waiting that `on_idle` would run: asked
+    /// by the core's idle loop after it has announced itself as a sleeper
+    /// and before it sleeps, so that a producer that published such work
+    /// and then called [`Core::wake`](crate::Core::wake) is never missed.
+    /// Must not block; the default says no.
+    fn pending(&self, _core: usize) -> bool {
+        false
+    }
 }
 
 /// Builds a [`Runtime`]; see [`Runtime::builder`].

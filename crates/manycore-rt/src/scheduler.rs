@@ -719,7 +719,9 @@ pub(crate) fn run_core(local: CoreLocal) {
         if budget.spin() {
             continue;
         }
-        l.sleep(&|| false, None);
+        // The hook's pending work counts as work in the sleep re-check (see
+        // `Core::wake`).
+        l.sleep(&|| hook.as_ref().is_some_and(|h| h.pending(l.index)), None);
         budget.reset();
     }
     // Leave the thread-local first: whatever dropping leftovers sends now goes

@@ -213,6 +213,47 @@ fn idle_hook_runs_when_idle() {
 }
 
 #[test]
+fn wake_for_pending_hook_work_is_never_lost() {
+    // As below, with `wake` (not sticky): the core's sleep re-check asks the
+    // hook's `pending`, so work published before the wake is never missed.
+    struct H {
+        work: AtomicUsize,
+        done: AtomicUsize,
+    }
+    impl manycore_rt::IdleHook for H {
+        fn on_idle(&self, core: usize) -> bool {
+            if core == 1 && self.work.swap(0, Ordering::SeqCst) == 1 {
+                self.done.fetch_add(1, Ordering::SeqCst);
+                return true;
+            }
+            false
+        }
+        fn pending(&self, core: usize) -> bool {
+            core == 1 && self.work.load(Ordering::SeqCst) == 1
+        }
+    }
+    let rt = Runtime::builder()
+        .cores(2)
+        .idle(IdlePolicy::Sleep)
+        .build()
+        .unwrap();
+    let h = Arc::new(H {
+        work: AtomicUsize::new(0),
+        done: AtomicUsize::new(0),
+    });
+    rt.set_idle_hook(h.clone()).unwrap();
+    for i in 1..=2000 {
+        h.work.store(1, Ordering::SeqCst);
+        rt.core(1).wake();
+        let t0 = std::time::Instant::now();
+        while h.done.load(Ordering::SeqCst) < i {
+            assert!(t0.elapsed() < Duration::from_secs(30), "wake {i} was lost");
+            std::thread::yield_now();
+        }
+    }
+}
+
+#[test]
 fn notify_is_never_lost() {
     // A hook that has work only after it was "given" some from outside: the
     // giver sets a flag and notifies. If a notify could be lost between the

@@ -80,8 +80,9 @@ pub fn max_sequential() -> u32 {
 pub(crate) trait Host: Send + Sync + 'static {
     /// Runs pending incoming messages on the calling core (bounded batch).
     fn poll_once(&self) -> usize;
-    /// Makes worker `i`'s idle loop run again (call its idle hook); never
-    /// lost, even if `i` is just about to sleep.
+    /// Wakes worker `i` if it sleeps in its idle loop, after a job was put
+    /// in its mailbox; never lost, even if `i` is just about to sleep (its
+    /// sleep re-check looks at the mailbox after announcing itself).
     fn notify(&self, i: usize);
 }
 
@@ -95,6 +96,9 @@ pub(crate) struct WorkerShared {
     pub(crate) ec: EventCount,
     /// Steering (see [`Pool::steer`]); hints outside the steal protocol.
     steer: Steer,
+    /// This worker's counters, written by it alone (a victim counts its own
+    /// promotions and reclaims on its own line, not on one all share).
+    counters: Counters,
 }
 
 /// What a victim needs to steer a sleeping thief onto another CPU. Plain std
@@ -110,12 +114,21 @@ struct Steer {
     narrowed: std::sync::atomic::AtomicBool,
 }
 
-/// Counters, for tests and benchmarks.
+/// Counters, for tests and benchmarks; each has one writer (the worker
+/// whose `WorkerShared` holds it), so a count is a load and a store.
 #[derive(Debug, Default)]
 struct Counters {
     promotions: AtomicU64,
+    handbacks: AtomicU64,
     reclaims: AtomicU64,
     steered: std::sync::atomic::AtomicU64,
+}
+
+impl Counters {
+    /// Adds one to `c` (single writer: the owning worker).
+    fn bump(c: &AtomicU64) {
+        c.store(c.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
 }
 
 /// Counters of a pool since it started.
@@ -123,6 +136,9 @@ struct Counters {
 pub struct StealStats {
     /// Latent jobs promoted and handed to a thief.
     pub promotions: u64,
+    /// Of those, promotions handed straight to a thief that had just
+    /// returned a stolen piece to the same victim (no demand bit claimed).
+    pub handbacks: u64,
     /// Promoted jobs taken back by their owner before the thief started them.
     pub reclaims: u64,
     /// Promotions whose sleeping thief was steered off the victim's CPU.
@@ -139,7 +155,6 @@ pub(crate) struct Pool {
     spin: Duration,
     /// This pool's own `MAX_SEQUENTIAL` (0: the process-wide setting).
     max_sequential: u32,
-    counters: Counters,
 }
 
 impl std::fmt::Debug for Pool {
@@ -165,7 +180,6 @@ impl Pool {
             host,
             spin,
             max_sequential: 0,
-            counters: Counters::default(),
         }
     }
 
@@ -192,14 +206,15 @@ impl Pool {
     }
 
     pub(crate) fn stats(&self) -> StealStats {
-        StealStats {
-            promotions: self.counters.promotions.load(Ordering::Relaxed),
-            reclaims: self.counters.reclaims.load(Ordering::Relaxed),
-            steered: self
-                .counters
-                .steered
-                .load(std::sync::atomic::Ordering::Relaxed),
+        let mut s = StealStats::default();
+        for w in self.workers.iter() {
+            let c = &w.counters;
+            s.promotions += c.promotions.load(Ordering::Relaxed);
+            s.handbacks += c.handbacks.load(Ordering::Relaxed);
+            s.reclaims += c.reclaims.load(Ordering::Relaxed);
+            s.steered += c.steered.load(std::sync::atomic::Ordering::Relaxed);
         }
+        s
     }
 
     /// Wakes worker `i` wherever it sleeps: in `wait_stolen` (its event count)
@@ -250,6 +265,29 @@ impl Pool {
         }
     }
 
+    /// A worker that just finished a stolen piece, before its `DONE`: marks
+    /// its mailbox HUNGRY (a store to its own line; no RMW). The demand bit
+    /// follows in [`publish_demand`](Self::publish_demand).
+    pub(crate) fn mark_hungry(&self, me: usize) {
+        let mb = &self.workers[me].mailbox;
+        if mb.load(Ordering::Relaxed) == EMPTY {
+            self.workers[me]
+                .steer
+                .hungry_since
+                .store(now_ns(), std::sync::atomic::Ordering::Relaxed);
+            mb.store(HUNGRY, Ordering::Relaxed);
+        }
+    }
+
+    /// After [`mark_hungry`](Self::mark_hungry) and `DONE`: sets the demand
+    /// bit, unless the owner has already handed this worker a job directly.
+    pub(crate) fn publish_demand(&self, me: usize) {
+        if self.workers[me].mailbox.load(Ordering::Relaxed) == HUNGRY {
+            // Release; pairs with the Acquire `fetch_and` in `serve`.
+            self.hungry.fetch_or(1 << me, Ordering::Release);
+        }
+    }
+
     /// Withdraws worker `me`'s demand; returns a job that arrived meanwhile
     /// (the caller must run it).
     pub(crate) fn withdraw(&self, me: usize) -> Option<NonNull<JobHeader>> {
@@ -279,8 +317,46 @@ impl Pool {
     }
 
     /// At a tick (or a recorded join) of worker `me`, whose chain starts at
-    /// `start`: hand the oldest latent frames to hungry workers, one each.
-    pub(crate) fn serve(&self, start: *const JobHeader, me: usize) {
+    /// `start`: hand the oldest latent frames to hungry workers, one each:
+    /// first to those that `handback` names (they returned a piece of ours
+    /// and marked themselves HUNGRY before their `DONE`, which we saw; no
+    /// demand bit is claimed for them), then to those whose demand bit is set.
+    ///
+    /// A handback thief's demand bit may be set too, or be set after we
+    /// served it (`publish_demand` races with us): a victim that claims such
+    /// a stale bit fails its CAS (the mailbox holds a job or is EMPTY) and
+    /// puts its frame back, as for a thief that withdrew.
+    pub(crate) fn serve(&self, start: *const JobHeader, me: usize, handback: u64) {
+        let mut direct = handback & !(1u64 << me);
+        while direct != 0 {
+            let Some(job) = raw::oldest_latent(start) else {
+                return;
+            };
+            let t = direct.trailing_zeros() as usize;
+            direct &= !(1u64 << t);
+            if t >= self.workers.len() {
+                continue;
+            }
+            raw::promote(job, me, t);
+            // Release; pairs with the Acquire load/CAS in `take_job`. Fails
+            // if the thief is no longer HUNGRY (another victim served it,
+            // or it withdrew): the frame was never seen, put it back.
+            match self.workers[t].mailbox.compare_exchange(
+                HUNGRY,
+                job.as_ptr() as usize,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    let c = &self.workers[me].counters;
+                    Counters::bump(&c.promotions);
+                    Counters::bump(&c.handbacks);
+                    // It marked itself hungry just now: awake, no steering.
+                    self.wake(t);
+                }
+                Err(_) => raw::unpromote(job),
+            }
+        }
         let mut hint = self.hungry.load(Ordering::Relaxed) & !(1u64 << me);
         while hint != 0 {
             // Claim a thief only with a frame in hand: a claimed demand bit
@@ -296,9 +372,12 @@ impl Pool {
                 continue; // another victim claimed this thief
             }
             raw::promote(job, me, t);
-            let steered = self.steer(t);
             // Release; pairs with the Acquire load/CAS in `take_job`: the
-            // thief sees `b` and `owner` as written by this thread.
+            // thief sees `b` and `owner` as written by this thread. The CAS
+            // is this thread's first touch of the thief's line (steering
+            // reads it after): a load first would fetch the line shared and
+            // the CAS then fetch it again, exclusive, before the thief can
+            // see its job.
             match self.workers[t].mailbox.compare_exchange(
                 HUNGRY,
                 job.as_ptr() as usize,
@@ -306,23 +385,21 @@ impl Pool {
                 Ordering::Relaxed,
             ) {
                 Ok(_) => {
-                    self.counters.promotions.fetch_add(1, Ordering::Relaxed);
+                    // Before the wake-up: a sleeping thief cannot have
+                    // started the job yet, and wakes where it is steered.
+                    self.steer(t, me);
+                    Counters::bump(&self.workers[me].counters.promotions);
                     self.wake(t);
                 }
                 // The thief withdrew: the frame was never seen, put it back.
-                Err(_) => {
-                    raw::unpromote(job);
-                    if steered {
-                        self.unsteer(t);
-                    }
-                }
+                Err(_) => raw::unpromote(job),
             }
         }
     }
 
-    /// Before handing a job to thief `t`: if `t` has asked for work long
-    /// enough to be asleep, keep it off the calling thread's CPU. Returns true
-    /// if it narrowed `t`'s affinity.
+    /// Right after handing a job to thief `t` (worker `me`'s promotion),
+    /// before waking it: if `t` has asked for work long enough to be asleep,
+    /// keep it off the calling thread's CPU.
     ///
     /// Why: Linux wakes a sleeping thread on the waker's CPU when it judges
     /// the two to share data (wake-affine), and the thief then queues behind
@@ -332,16 +409,16 @@ impl Pool {
     /// the sequential time, the same as T1; pinned, 0.8x. The thief restores
     /// its full CPU set when it starts the job.
     #[cfg(not(loom))]
-    fn steer(&self, t: usize) -> bool {
+    fn steer(&self, t: usize, me: usize) {
         use std::sync::atomic::Ordering::Relaxed;
         let st = &self.workers[t].steer;
         let tid = st.tid.load(Relaxed);
         let since = st.hungry_since.load(Relaxed);
         if tid == 0 || since == 0 || now_ns().saturating_sub(since) < STEER_AFTER_NS {
-            return false;
+            return;
         }
         let Some(here) = manycore_sync::cpu::current_cpu() else {
-            return false;
+            return;
         };
         let others: Vec<usize> = manycore_sync::cpu::original()
             .iter()
@@ -349,20 +426,18 @@ impl Pool {
             .filter(|&c| c != here)
             .collect();
         if others.is_empty() {
-            return false;
+            return;
         }
         st.narrowed.store(true, Relaxed);
         if manycore_sync::cpu::set_thread_affinity(tid, &others).is_err() {
             st.narrowed.store(false, Relaxed);
-            return false;
+            return;
         }
-        self.counters.steered.fetch_add(1, Relaxed);
-        true
+        let c = &self.workers[me].counters.steered;
+        c.store(c.load(Relaxed) + 1, Relaxed);
     }
     #[cfg(loom)]
-    fn steer(&self, _t: usize) -> bool {
-        false
-    }
+    fn steer(&self, _t: usize, _me: usize) {}
 
     /// Gives worker `t` its full CPU set back (a steered promotion that it
     /// withdrew from).
@@ -417,6 +492,9 @@ impl Pool {
         // Acquire CAS, and this thread is worker `me` of this pool.
         let owner = unsafe { raw::run_stolen(job, local) };
         local.depth.set(depth);
+        if let Some((_, me)) = local.pool() {
+            self.publish_demand(me);
+        }
         // The owner sleeps, if at all, on its event count (in `wait_stolen`).
         self.workers[owner].ec.notify_one();
     }
@@ -556,16 +634,17 @@ pub(crate) fn serve_if_hungry(local: &Local) {
         return;
     }
     if let Some((p, me)) = local.pool() {
-        if p.hungry.load(Ordering::Relaxed) & !(1u64 << me) != 0 {
+        if local.handback.get() != 0 || p.hungry.load(Ordering::Relaxed) & !(1u64 << me) != 0 {
             serve_now(p, local, me);
         }
     }
 }
 
-/// Announces demand for the calling worker (a thief finishing a stolen job).
-pub(crate) fn ask_for_work(local: &Local) {
+/// Marks the calling worker HUNGRY (a thief finishing a stolen job, before
+/// its `DONE`); see [`Pool::mark_hungry`].
+pub(crate) fn mark_hungry(local: &Local) {
     if let Some((p, me)) = local.pool() {
-        p.register(me);
+        p.mark_hungry(me);
     }
 }
 
@@ -573,7 +652,7 @@ pub(crate) fn ask_for_work(local: &Local) {
 #[inline(never)]
 fn serve_now(p: &Pool, local: &Local, me: usize) {
     local.eager.set(false);
-    p.serve(local.head.get(), me);
+    p.serve(local.head.get(), me, local.handback.replace(0));
 }
 
 /// A tick, every `interval` joins: re-arm the counter, serve demand and,
@@ -591,7 +670,7 @@ pub(crate) fn tick(local: &Local) {
             .set(local.interval.get().saturating_mul(local.backoff.get()) - 1);
     }
     if let Some((p, me)) = local.pool() {
-        p.serve(local.head.get(), me);
+        p.serve(local.head.get(), me, local.handback.replace(0));
     }
     local.eager.set(true);
 }
@@ -662,13 +741,17 @@ pub(crate) fn wait_stolen(local: &Local, job: &JobHeader, thief: usize) -> bool 
         .pool()
         .expect("a promoted frame implies a bound worker");
     let addr = job as *const JobHeader as usize;
-    // Relaxed: on success the thief never read the frame.
-    if pool.workers[thief]
-        .mailbox
-        .compare_exchange(addr, EMPTY, Ordering::Relaxed, Ordering::Relaxed)
-        .is_ok()
+    // Relaxed: on success the thief never read the frame. Not tried once the
+    // thief has marked the frame STARTED: the CAS would fail, and take the
+    // thief's mailbox line away from it just before it marks itself hungry.
+    if !raw::is_started(job)
+        && !raw::is_done(job)
+        && pool.workers[thief]
+            .mailbox
+            .compare_exchange(addr, EMPTY, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
     {
-        pool.counters.reclaims.fetch_add(1, Ordering::Relaxed);
+        Counters::bump(&pool.workers[me].counters.reclaims);
         // The thief will not run it: it must not stay steered either.
         pool.unsteer(thief);
         local

@@ -63,6 +63,10 @@ pub(crate) struct Local {
     /// such a promotion and when a stolen job starts (so that two workers do
     /// not hand small pieces back and forth faster than a tick).
     pub(crate) eager: Cell<bool>,
+    /// Workers (bits) that returned a stolen piece of ours and marked
+    /// themselves hungry before their `DONE`: the next serve hands them work
+    /// directly, without claiming a demand bit (see `Pool::serve`).
+    pub(crate) handback: Cell<u64>,
     /// The pool this thread is a worker of (null: none), see invariant B.
     pub(crate) pool: Cell<*const Pool>,
     /// This thread's worker index in `pool`.
@@ -81,6 +85,7 @@ impl Local {
             last_poll: Cell::new(0),
             checked: Cell::new(false),
             eager: Cell::new(true),
+            handback: Cell::new(0),
             pool: Cell::new(ptr::null()),
             me: Cell::new(0),
         }
@@ -121,6 +126,7 @@ pub(crate) fn set_pool(pool: *const Pool, me: usize) {
     let _ = LOCAL.try_with(|l| {
         l.pool.set(pool);
         l.me.set(me);
+        l.handback.set(0);
         // The next join runs a heartbeat (which looks at the new binding).
         l.beat.set(0);
         l.ticks.set(1);
@@ -164,6 +170,9 @@ impl Drop for DepthGuard<'_> {
 const LATENT: usize = 0;
 /// `JobHeader::state` once the thief has stored the result.
 const DONE: usize = usize::MAX;
+/// `JobHeader::state` once the thief has taken the job (a hint for the
+/// owner: no point trying to take it back).
+const STARTED: usize = usize::MAX - 1;
 
 /// The type-erased head of a recorded job frame.
 #[derive(Debug)]
@@ -172,12 +181,15 @@ pub(crate) struct JobHeader {
     /// (an older frame further up the same stack), or null.
     prev: *const JobHeader,
     /// `LATENT`; 1 + the thief's index once promoted (owner, before
-    /// publication); `DONE` once the thief has stored the result (Release).
+    /// publication); `STARTED` once the thief has taken it (Relaxed, a
+    /// hint); `DONE` once the thief has stored the result (Release).
     state: AtomicUsize,
     /// Runs `b` on a thief; returns the owner's worker index.
     run: unsafe fn(*const JobHeader, &Local) -> usize,
     /// The owner's worker index; written by the owner before publication.
     owner: UnsafeCell<MaybeUninit<usize>>,
+    /// Owner-only: the thief the frame was promoted to (`promote`).
+    thief: Cell<usize>,
 }
 
 /// A recorded job: `b` and the slot for its result, on the stack of `join`.
@@ -201,6 +213,7 @@ where
                 state: AtomicUsize::new(LATENT),
                 run: run_frame::<B, RB>,
                 owner: UnsafeCell::new(MaybeUninit::uninit()),
+                thief: Cell::new(0),
             },
             b: UnsafeCell::new(MaybeUninit::new(b)),
             result: UnsafeCell::new(MaybeUninit::uninit()),
@@ -250,12 +263,16 @@ where
     // SAFETY: `owner` was written before publication (Release CAS, observed
     // by our Acquire) and is not written again.
     let owner = frame.header.owner.with(|p| unsafe { (*p).assume_init() });
-    // This worker is about to be idle: ask for work before the owner can see
-    // `DONE`, so that its next recorded join already sees the demand.
-    crate::pool::ask_for_work(local);
+    // This worker is about to be idle: mark its mailbox HUNGRY before the
+    // owner can see `DONE` (a plain store to our own line), so that the
+    // owner's next serve can hand it work at once (`Local::handback`). The
+    // demand bit that other victims look at is set after `DONE` (in
+    // `Pool::run_job`): a locked RMW here would hold `DONE` back until the
+    // bit's cache line came over.
+    crate::pool::mark_hungry(local);
     // Release; pairs with the Acquire loads of `state` by the owner (`join`,
-    // `is_done`): the owner sees the result (and the demand). The frame may
-    // be gone right after this store.
+    // `is_done`): the owner sees the result and the HUNGRY mailbox. The
+    // frame may be gone right after this store.
     frame.header.state.store(DONE, Ordering::Release);
     owner
 }
@@ -267,6 +284,11 @@ where
 /// (`Pool::take_job`), so it is a live, published frame owned by this thread.
 pub(crate) unsafe fn run_stolen(job: NonNull<JobHeader>, local: &Local) -> usize {
     let job = job.as_ptr().cast_const();
+    // First touch of the frame's line a store: it comes over exclusive, once,
+    // for the reads below and the result and `DONE` stores to follow (a read
+    // first would fetch it shared, and the result store fetch it again).
+    // SAFETY: the header is live (contract); `state` is atomic.
+    unsafe { (*job).state.store(STARTED, Ordering::Relaxed) };
     // SAFETY: the header is live (contract); `run` is immutable.
     let run = unsafe { (*job).run };
     // SAFETY: contract of this function is that of `run_frame`.
@@ -278,6 +300,13 @@ pub(crate) unsafe fn run_stolen(job: NonNull<JobHeader>, local: &Local) -> usize
 #[inline]
 pub(crate) fn is_done(job: &JobHeader) -> bool {
     job.state.load(Ordering::Acquire) == DONE
+}
+
+/// Whether a promoted frame's thief has (visibly) taken it: its owner need
+/// not try to take it back. A hint: false does not mean it has not.
+#[inline]
+pub(crate) fn is_started(job: &JobHeader) -> bool {
+    job.state.load(Ordering::Relaxed) == STARTED
 }
 
 /// The oldest latent frame on the chain that starts at `start` (the head of
@@ -306,6 +335,7 @@ pub(crate) fn promote(job: NonNull<JobHeader>, owner: usize, thief: usize) {
     unsafe {
         let f = job.as_ref();
         f.owner.with_mut(|p| (*p).write(owner));
+        f.thief.set(thief);
         f.state.store(thief + 1, Ordering::Relaxed);
     }
 }
@@ -437,9 +467,12 @@ where
     RB: Send,
 {
     let state = frame.header.state.load(Ordering::Acquire);
-    if state == DONE || crate::pool::wait_stolen(local, &frame.header, state - 1) {
-        // The piece came back: the next recorded join may hand out another.
+    let thief = frame.header.thief.get();
+    if state == DONE || crate::pool::wait_stolen(local, &frame.header, thief) {
+        // The piece came back: the next recorded join may hand out another,
+        // and the thief (HUNGRY since before its `DONE`) may get it directly.
         local.eager.set(true);
+        local.handback.set(local.handback.get() | 1u64 << thief);
         // SAFETY: we saw `DONE` (Acquire), here or in `wait_stolen`.
         let rb = unsafe { frame.take_result() };
         match (ra, rb) {

@@ -50,6 +50,28 @@ fn steal_and_join() {
 }
 
 #[test]
+fn handback_serves_the_returning_thief() {
+    // Two joins in a row: a thief that returns the first one's `b` marks
+    // itself HUNGRY before its DONE, and the owner's next tick may hand it
+    // the second `b` directly (`Local::handback`), racing with the thief
+    // setting its demand bit after DONE and with its idle loop.
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    static HANDBACKS: AtomicUsize = AtomicUsize::new(0);
+    model(|| {
+        let pool = pool(2, 1);
+        let r = pool.install(|| {
+            let x = join(|| 1, || 2);
+            let y = join(|| 3, || 4);
+            (x, y)
+        });
+        assert_eq!(r, ((1, 2), (3, 4)));
+        HANDBACKS.fetch_add(pool.stats().handbacks as usize, Relaxed);
+        drop(pool);
+    });
+    assert!(HANDBACKS.load(Relaxed) > 0);
+}
+
+#[test]
 fn stolen_panic_propagates() {
     model(|| {
         let pool = pool(2, 1);
