@@ -90,10 +90,15 @@ pub(crate) trait Host: Send + Sync + 'static {
 #[derive(Debug, Default)]
 pub(crate) struct WorkerShared {
     /// `EMPTY`, `HUNGRY`, or the address of a job handed to this worker.
-    mailbox: AtomicUsize,
+    /// Alone on its line, as is `ec`: a victim's publishing CAS, the thief's
+    /// claiming CAS and the victim's look at `ec` right after (to wake the
+    /// thief) would otherwise fight over one line. Measured with a traced
+    /// steal (rdtsc marks), on one line: the thief's claim 160 ns, the
+    /// victim's wake-up 120 ns; apart: 70 and 20-40 ns.
+    mailbox: CachePadded<AtomicUsize>,
     /// Where this worker sleeps while it waits for a stolen job (and, in the
-    /// built-in pool, while idle).
-    pub(crate) ec: EventCount,
+    /// built-in pool, while idle). Written only by a sleeper.
+    pub(crate) ec: CachePadded<EventCount>,
     /// Steering (see [`Pool::steer`]); hints outside the steal protocol.
     steer: Steer,
     /// This worker's counters, written by it alone (a victim counts its own
@@ -251,17 +256,23 @@ impl Pool {
     /// Announces that worker `me` wants work (no-op if it already does, or if a
     /// job is already waiting for it).
     pub(crate) fn register(&self, me: usize) {
-        let mb = &self.workers[me].mailbox;
+        let w = &self.workers[me];
+        let since = &w.steer.hungry_since;
         // Only this worker moves its mailbox away from EMPTY.
-        if mb.load(Ordering::Relaxed) == EMPTY {
-            self.workers[me]
-                .steer
-                .hungry_since
-                .store(now_ns(), std::sync::atomic::Ordering::Relaxed);
-            mb.store(HUNGRY, Ordering::Relaxed);
-            // Release; pairs with the Acquire `fetch_and` in `serve`: a victim
-            // that claims the bit sees HUNGRY in the mailbox.
-            self.hungry.fetch_or(1 << me, Ordering::Release);
+        match w.mailbox.load(Ordering::Relaxed) {
+            EMPTY => {
+                since.store(now_ns(), std::sync::atomic::Ordering::Relaxed);
+                w.mailbox.store(HUNGRY, Ordering::Relaxed);
+                // Release; pairs with the Acquire `fetch_and` in `serve`: a
+                // victim that claims the bit sees HUNGRY in the mailbox.
+                self.hungry.fetch_or(1 << me, Ordering::Release);
+            }
+            // Marked hungry by `mark_hungry` (which reads no clock): the
+            // wait starts now, as far as steering is concerned.
+            HUNGRY if since.load(std::sync::atomic::Ordering::Relaxed) == 0 => {
+                since.store(now_ns(), std::sync::atomic::Ordering::Relaxed);
+            }
+            _ => {}
         }
     }
 
@@ -271,10 +282,6 @@ impl Pool {
     pub(crate) fn mark_hungry(&self, me: usize) {
         let mb = &self.workers[me].mailbox;
         if mb.load(Ordering::Relaxed) == EMPTY {
-            self.workers[me]
-                .steer
-                .hungry_since
-                .store(now_ns(), std::sync::atomic::Ordering::Relaxed);
             mb.store(HUNGRY, Ordering::Relaxed);
         }
     }
@@ -457,8 +464,10 @@ impl Pool {
     fn unsteer_self(&self, local: &Local) {
         if let Some((_, me)) = local.pool() {
             let st = &self.workers[me].steer;
-            st.hungry_since
-                .store(0, std::sync::atomic::Ordering::Relaxed);
+            if st.hungry_since.load(std::sync::atomic::Ordering::Relaxed) != 0 {
+                st.hungry_since
+                    .store(0, std::sync::atomic::Ordering::Relaxed);
+            }
             if st.narrowed.load(std::sync::atomic::Ordering::Relaxed) {
                 self.unsteer(me);
             }
