@@ -44,9 +44,12 @@ u64), rtrb-line (the same with one u64 per 64-byte item: the ceiling of one
 message per cache line), manycore-poll / manycore-sleep / manycore-hybrid (a 2-core runtime;
 core 0 calls core 1). Cases: round_trip (median, p50, p99, ns), throughput
 (Mmsg/s), idle_cpu (ms of CPU per s), ratio (the acceptance ratios).
-Each case runs about --secs seconds: a warm-up and calibration, then --reps
-repetitions; medians are over repetitions (total time / operations), p50
-and p99 over per-batch means (p50: the typical speed when no stall hits).
+Each case runs about --secs seconds: --reps repetitions, each after its own
+warm-up and calibration, with the repetitions of all timed rows interleaved
+(repetition 1 of every row, then repetition 2, ...), so that every row is
+measured over the same stretch of time; medians are over repetitions (total
+time / operations), p50 and p99 over per-batch means (p50: the typical speed
+when no stall hits).
 Idle CPU: a fresh runtime settles for 0.2 s, then process CPU time is read over
 min(--secs, 1) s (at least 0.1 s). Every wait for a partner gives up after 5 s
 (the row is then left out, with a message on stderr).";
@@ -608,6 +611,9 @@ pub fn section(ctx: &SectionCtx) -> Section {
     let mut md = String::from(
         "Core 0 of a 2-core runtime calls `core1.call(move || x + 1).wait()` in a loop; \
          the peers do the same round trip between two threads pinned to two CPUs. \
+         The repetitions of all rows are interleaved (repetition 1 of every row, then \
+         repetition 2, ...): on a shared VM the cost of a line transfer moves with the \
+         host's placement of the vCPUs, and every row then sees the same placements. \
          Throughput: fire-and-forget `spawn`s (u64 payload) from core 0 to core 1, \
          against `rtrb` and a bounded `crossbeam-channel` moving u64s, and `rtrb-line` \
          (rtrb moving one u64 per 64-byte item: every item its own cache line, as every \
