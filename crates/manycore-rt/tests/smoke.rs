@@ -212,89 +212,66 @@ fn idle_hook_runs_when_idle() {
     assert!(h.0.load(Ordering::SeqCst) > 0);
 }
 
-#[test]
-fn wake_for_pending_hook_work_is_never_lost() {
-    // As below, with `wake` (not sticky): the core's sleep re-check asks the
-    // hook's `pending`, so work published before the wake is never missed.
-    struct H {
-        work: AtomicUsize,
-        done: AtomicUsize,
-    }
-    impl manycore_rt::IdleHook for H {
-        fn on_idle(&self, core: usize) -> bool {
-            if core == 1 && self.work.swap(0, Ordering::SeqCst) == 1 {
-                self.done.fetch_add(1, Ordering::SeqCst);
-                return true;
-            }
-            false
+/// A hook that has work only after it was "given" some from outside: the
+/// giver sets a flag and then rings the core with `ring`. If a ring could be
+/// lost between the hook returning false and the core announcing sleep, this
+/// would hang (each wait gives up, failing, after 30 s).
+struct GivenWork {
+    work: AtomicUsize,
+    done: AtomicUsize,
+    /// Whether `pending` reports the flag (needed by `Core::wake`).
+    report_pending: bool,
+}
+
+impl manycore_rt::IdleHook for GivenWork {
+    fn on_idle(&self, core: usize) -> bool {
+        if core == 1 && self.work.swap(0, Ordering::SeqCst) == 1 {
+            self.done.fetch_add(1, Ordering::SeqCst);
+            return true;
         }
-        fn pending(&self, core: usize) -> bool {
-            core == 1 && self.work.load(Ordering::SeqCst) == 1
-        }
+        false
     }
+    fn pending(&self, core: usize) -> bool {
+        self.report_pending && core == 1 && self.work.load(Ordering::SeqCst) == 1
+    }
+}
+
+fn given_work_is_never_missed(report_pending: bool, ring: fn(&Runtime)) -> Arc<GivenWork> {
     let rt = Runtime::builder()
         .cores(2)
         .idle(IdlePolicy::Sleep)
         .build()
         .unwrap();
-    let h = Arc::new(H {
+    let h = Arc::new(GivenWork {
         work: AtomicUsize::new(0),
         done: AtomicUsize::new(0),
+        report_pending,
     });
     rt.set_idle_hook(h.clone()).unwrap();
     for i in 1..=2000 {
         h.work.store(1, Ordering::SeqCst);
-        rt.core(1).wake();
+        ring(&rt);
         let t0 = std::time::Instant::now();
         while h.done.load(Ordering::SeqCst) < i {
-            assert!(t0.elapsed() < Duration::from_secs(30), "wake {i} was lost");
+            assert!(t0.elapsed() < Duration::from_secs(30), "ring {i} was lost");
             std::thread::yield_now();
         }
     }
+    drop(rt);
+    h
+}
+
+#[test]
+fn wake_for_pending_hook_work_is_never_lost() {
+    // `wake` is not sticky: the core's sleep re-check asks the hook's
+    // `pending`, so work published before the wake is never missed.
+    given_work_is_never_missed(true, |rt| rt.core(1).wake());
 }
 
 #[test]
 fn notify_is_never_lost() {
-    // A hook that has work only after it was "given" some from outside: the
-    // giver sets a flag and notifies. If a notify could be lost between the
-    // hook returning false and the core announcing sleep, this would hang.
-    struct H {
-        work: AtomicUsize,
-        done: AtomicUsize,
-    }
-    impl manycore_rt::IdleHook for H {
-        fn on_idle(&self, core: usize) -> bool {
-            if core == 1 && self.work.swap(0, Ordering::SeqCst) == 1 {
-                self.done.fetch_add(1, Ordering::SeqCst);
-                return true;
-            }
-            false
-        }
-    }
-    let rt = Runtime::builder()
-        .cores(2)
-        .idle(IdlePolicy::Sleep)
-        .build()
-        .unwrap();
-    let h = Arc::new(H {
-        work: AtomicUsize::new(0),
-        done: AtomicUsize::new(0),
-    });
-    rt.set_idle_hook(h.clone()).unwrap();
-    for i in 1..=2000 {
-        h.work.store(1, Ordering::SeqCst);
-        rt.core(1).notify();
-        let t0 = std::time::Instant::now();
-        while h.done.load(Ordering::SeqCst) < i {
-            assert!(
-                t0.elapsed() < Duration::from_secs(30),
-                "notify {i} was lost"
-            );
-            std::thread::yield_now();
-        }
-    }
+    let h = given_work_is_never_missed(false, |rt| rt.core(1).notify());
     // The hook (which could hold core handles) is dropped at shutdown.
-    drop(rt);
     assert_eq!(Arc::strong_count(&h), 1);
     assert_eq!(rt_peers_len(), 3);
 }

@@ -335,36 +335,21 @@ impl Pool {
     /// puts its frame back, as for a thief that withdrew.
     pub(crate) fn serve(&self, start: *const JobHeader, me: usize, handback: u64) {
         let mut direct = handback & !(1u64 << me);
+        let mut served = 0u64;
         while direct != 0 {
             let Some(job) = raw::oldest_latent(start) else {
                 return;
             };
             let t = direct.trailing_zeros() as usize;
             direct &= !(1u64 << t);
-            if t >= self.workers.len() {
-                continue;
-            }
-            raw::promote(job, me, t);
-            // Release; pairs with the Acquire load/CAS in `take_job`. Fails
-            // if the thief is no longer HUNGRY (another victim served it,
-            // or it withdrew): the frame was never seen, put it back.
-            match self.workers[t].mailbox.compare_exchange(
-                HUNGRY,
-                job.as_ptr() as usize,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    let c = &self.workers[me].counters;
-                    Counters::bump(&c.promotions);
-                    Counters::bump(&c.handbacks);
-                    // It marked itself hungry just now: awake, no steering.
-                    self.wake(t);
-                }
-                Err(_) => raw::unpromote(job),
+            if t < self.workers.len() && self.hand_over(job, me, t, false) {
+                served |= 1u64 << t;
+                Counters::bump(&self.workers[me].counters.handbacks);
             }
         }
-        let mut hint = self.hungry.load(Ordering::Relaxed) & !(1u64 << me);
+        // A thief just served directly may have set its bit meanwhile:
+        // claiming that would only fail.
+        let mut hint = self.hungry.load(Ordering::Relaxed) & !(1u64 << me) & !served;
         while hint != 0 {
             // Claim a thief only with a frame in hand: a claimed demand bit
             // that is not served would leave the thief unseen by everyone.
@@ -378,30 +363,44 @@ impl Pool {
             if self.hungry.fetch_and(!bit, Ordering::Acquire) & bit == 0 {
                 continue; // another victim claimed this thief
             }
-            raw::promote(job, me, t);
-            // Release; pairs with the Acquire load/CAS in `take_job`: the
-            // thief sees `b` and `owner` as written by this thread. The CAS
-            // is this thread's first touch of the thief's line (steering
-            // reads it after): a load first would fetch the line shared and
-            // the CAS then fetch it again, exclusive, before the thief can
-            // see its job.
-            match self.workers[t].mailbox.compare_exchange(
+            self.hand_over(job, me, t, true);
+        }
+    }
+
+    /// Promotes `job` (worker `me`'s oldest latent frame) to thief `t` and
+    /// puts it in `t`'s mailbox if `t` is still HUNGRY; then steers `t` (if
+    /// `steer`) and wakes it. Returns false if `t` was no longer HUNGRY (it
+    /// withdrew, or another victim served it): the frame was never seen and
+    /// is put back.
+    fn hand_over(&self, job: NonNull<JobHeader>, me: usize, t: usize, steer: bool) -> bool {
+        raw::promote(job, me, t);
+        // Release; pairs with the Acquire load/CAS in `take_job`: the thief
+        // sees `b` and `owner` as written by this thread. The CAS is this
+        // thread's first touch of the thief's mailbox line: a load first
+        // would fetch the line shared and the CAS then fetch it again,
+        // exclusive, before the thief can see its job.
+        let ok = self.workers[t]
+            .mailbox
+            .compare_exchange(
                 HUNGRY,
                 job.as_ptr() as usize,
                 Ordering::Release,
                 Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    // Before the wake-up: a sleeping thief cannot have
-                    // started the job yet, and wakes where it is steered.
-                    self.steer(t, me);
-                    Counters::bump(&self.workers[me].counters.promotions);
-                    self.wake(t);
-                }
-                // The thief withdrew: the frame was never seen, put it back.
-                Err(_) => raw::unpromote(job),
+            )
+            .is_ok();
+        if ok {
+            // Before the wake-up: a sleeping thief cannot have started the
+            // job yet, and wakes where it is steered. (A thief served by
+            // handback marked itself hungry just now: awake, not steered.)
+            if steer {
+                self.steer(t, me);
             }
+            Counters::bump(&self.workers[me].counters.promotions);
+            self.wake(t);
+        } else {
+            raw::unpromote(job);
         }
+        ok
     }
 
     /// Right after handing a job to thief `t` (worker `me`'s promotion),
