@@ -108,7 +108,7 @@ where
     if passed_in_memory::<A, B>() {
         let unrecorded = raw::with_local_flat(|local| count_unrecorded(local, local.depth.get()));
         if unrecorded {
-            return raw::join_unrecorded_in_place((), |()| a(), |()| b());
+            return raw::join_unrecorded((), |()| a(), |()| b());
         }
         raw::with_local_flat(|local| join_recorded_plain(local, local.depth.get(), a, b))
     } else {
@@ -129,7 +129,7 @@ where
         // reads it (no store for the joins under it to wait for).
         let depth = local.depth.get();
         if count_unrecorded(local, depth) {
-            return raw::join_unrecorded(a, b);
+            return raw::join_unrecorded((), |()| a(), |()| b());
         }
         join_recorded_plain(local, depth, a, b)
     })
@@ -246,7 +246,7 @@ impl Ctx<'_> {
         raw::with_local_flat(|local| {
             if count_unrecorded(local, depth) {
                 // The depth saturates at LATENT_WINDOW.
-                return raw::join_unrecorded(move || a(self), move || b(self));
+                return raw::join_unrecorded(self, a, b);
             }
             join_recorded(local, depth, a, b)
         })
@@ -266,7 +266,7 @@ impl Ctx<'_> {
         let unrecorded = raw::with_local_flat(|local| count_unrecorded(local, depth));
         if unrecorded {
             // The depth saturates at LATENT_WINDOW.
-            return raw::join_unrecorded_in_place(self, a, b);
+            return raw::join_unrecorded(self, a, b);
         }
         raw::with_local_flat(|local| join_recorded(local, depth, a, b))
     }

@@ -390,55 +390,70 @@ where
 }
 
 /// An unrecorded join: `a` then `b` as plain calls, with Rayon's panic
-/// semantics (the caller has counted the join).
-#[inline(always)]
-pub(crate) fn join_unrecorded<RA, RB>(a: impl FnOnce() -> RA, b: impl FnOnce() -> RB) -> (RA, RB) {
-    let ra = panic::catch_unwind(AssertUnwindSafe(a));
-    finish_inline(ra, b)
-}
-
-/// [`join_unrecorded`] without moving `a` or `b` anywhere first: `a` is
-/// called where it lies, and `b` waits in a drop guard that runs it if `a`
-/// unwinds (Rayon: both run, `a`'s panic wins).
+/// semantics (the caller has counted the join). `a` is called where it
+/// lies, and `b` waits in a drop guard that runs it if `a` unwinds (both
+/// run, `a`'s panic wins).
 ///
-/// Why: `catch_unwind` hands its closure to `std::panicking::try` through a
-/// union in memory, so the closures of every join were copied on the way,
-/// with 16-byte loads of what the caller had just written with 8-byte
-/// stores. Such a load cannot be forwarded from the store buffer and waits
-/// for the stores to retire; in knary(4,10,0) that copy took 40-56% of
+/// Why not `catch_unwind`: it hands its closure to `std::panicking::try`
+/// through a union in memory, so the closures of every join were copied on
+/// the way, with 16-byte loads of what the caller had just written with
+/// 8-byte stores. Such a load cannot be forwarded from the store buffer and
+/// waits for the stores to retire; in knary(4,10,0) that copy took 40-56% of
 /// the time in `Ctx::join` (perf, two runs).
 #[inline(always)]
-pub(crate) fn join_unrecorded_in_place<C: Copy, RA, RB>(
+pub(crate) fn join_unrecorded<C: Copy, RA, RB, B: FnOnce(C) -> RB>(
     c: C,
     a: impl FnOnce(C) -> RA,
-    b: impl FnOnce(C) -> RB,
+    b: B,
 ) -> (RA, RB) {
-    let mut b = ManuallyDrop::new(b);
-    let guard = RunOnUnwind { b: &mut b, c };
+    let guard = RunOnUnwind {
+        b: ManuallyDrop::new(b),
+        c,
+    };
     let ra = a(c);
-    std::mem::forget(guard);
-    // SAFETY: the guard was forgotten, so this is the one place `b` is taken.
-    let b = unsafe { ManuallyDrop::take(&mut b) };
+    let b = guard.disarm();
     (ra, b(c))
 }
 
-/// Points at the `b` of an unrecorded join while `a` runs; dropped only if
-/// `a` unwinds, and then runs `b`.
-struct RunOnUnwind<'a, C: Copy, B: FnOnce(C) -> RB, RB> {
-    b: &'a mut ManuallyDrop<B>,
+/// Holds the `b` of an unrecorded join while `a` runs; dropped only if `a`
+/// unwinds, and then runs `b`. It owns `b` (by value, and its drop is
+/// inlined), so that on the normal path nothing takes `b`'s address: the
+/// optimiser may keep `b`'s captures in registers across the call of `a`,
+/// as the sequential code keeps its locals. (A guard holding `&mut b` with
+/// an out-of-line drop made `b`, and everything it borrows, live in memory:
+/// in knary's joins, a dozen stores and loads a join.)
+struct RunOnUnwind<C: Copy, B: FnOnce(C) -> RB, RB> {
+    b: ManuallyDrop<B>,
     c: C,
 }
 
-impl<C: Copy, B: FnOnce(C) -> RB, RB> Drop for RunOnUnwind<'_, C, B, RB> {
-    #[cold]
-    fn drop(&mut self) {
-        // SAFETY: drop runs at most once, and `join_unrecorded_in_place`
-        // takes `b` only on the path where this guard is forgotten.
-        let b = unsafe { ManuallyDrop::take(self.b) };
-        let c = self.c;
-        // A second panic while unwinding would abort: catch and drop it.
-        let _ = panic::catch_unwind(AssertUnwindSafe(move || b(c)));
+impl<C: Copy, B: FnOnce(C) -> RB, RB> RunOnUnwind<C, B, RB> {
+    /// `a` returned: hands `b` back without running the guard.
+    #[inline(always)]
+    fn disarm(self) -> B {
+        let mut me = ManuallyDrop::new(self);
+        // SAFETY: `me` is never dropped, so this is the one place `b` is
+        // taken out of this guard.
+        unsafe { ManuallyDrop::take(&mut me.b) }
     }
+}
+
+impl<C: Copy, B: FnOnce(C) -> RB, RB> Drop for RunOnUnwind<C, B, RB> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: drop runs at most once, and only if the guard was not
+        // disarmed (which takes `b` out and forgets the guard).
+        let b = unsafe { ManuallyDrop::take(&mut self.b) };
+        run_after_panic(b, self.c);
+    }
+}
+
+/// The unwinding path of an unrecorded join: runs `b` (Rayon: both run);
+/// a second panic while unwinding would abort, so it is caught and dropped.
+#[cold]
+#[inline(never)]
+fn run_after_panic<C, RB>(b: impl FnOnce(C) -> RB, c: C) {
+    let _ = panic::catch_unwind(AssertUnwindSafe(move || b(c)));
 }
 
 #[inline(always)]

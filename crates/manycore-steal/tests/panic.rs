@@ -168,18 +168,38 @@ fn ctx_tree_small(s: manycore_steal::Ctx<'_>, h: (u32, u32), ran: &AtomicUsize) 
     );
 }
 
+fn plain_tree_small(h: (u32, u32), ran: &AtomicUsize) {
+    if h.0 == 0 {
+        ran.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let next = (h.0 - 1, h.1);
+    join(
+        // Two words each: the out-of-line join.
+        move || {
+            if next.0 + 1 == next.1 {
+                panic!("ctx a");
+            }
+            plain_tree_small(next, ran)
+        },
+        move || plain_tree_small(next, ran),
+    );
+}
+
 #[test]
 fn ctx_join_panics_run_b_deep_in_the_tree() {
     let pool = ThreadPool::builder().workers(2).max_sequential(3).build();
     for in_pool in [false, true] {
-        for kind in 0..3 {
-            let big = kind > 0;
+        for kind in 0..4 {
+            let big = kind == 1 || kind == 2;
             let ran = AtomicUsize::new(0);
             let f = || match kind {
                 0 => manycore_steal::with_ctx(|s| ctx_tree_small(s, (10, 2), &ran)),
                 1 => manycore_steal::with_ctx(|s| ctx_tree_big(s, 10, 2, [1, 2, 3], &ran)),
                 // The plain join with big closures (inlined as well).
-                _ => plain_tree_big(10, 2, [1, 2, 3], &ran),
+                2 => plain_tree_big(10, 2, [1, 2, 3], &ran),
+                // The plain join with small closures (out of line).
+                _ => plain_tree_small((10, 2), &ran),
             };
             let r = if in_pool {
                 catch_unwind(AssertUnwindSafe(|| pool.install(f)))
