@@ -366,27 +366,91 @@ where
     let prev = local.head.get();
     let frame = Frame::new(b, prev);
     local.head.set(&frame.header);
-    let ra = panic::catch_unwind(AssertUnwindSafe(|| {
-        let n = local.beat.get();
-        if n == 0 {
-            crate::pool::tick(local);
-        } else {
-            local.beat.set(n - 1);
-            if EAGER {
-                crate::pool::serve_if_hungry(local);
-            }
+    // If `a` (or the tick) unwinds, the guard finishes the frame (runs `b`,
+    // or waits for the thief that has it) before the frame goes away. Not
+    // `catch_unwind`: it would hand `a` over through memory (see
+    // `join_unrecorded`).
+    let guard = RecordedGuard {
+        local,
+        frame: &frame,
+    };
+    let n = local.beat.get();
+    if n == 0 {
+        crate::pool::tick(local);
+    } else {
+        local.beat.set(n - 1);
+        if EAGER {
+            crate::pool::serve_if_hungry(local);
         }
-        a()
-    }));
+    }
+    let ra = a();
+    std::mem::forget(guard);
     local.head.set(prev);
     // Acquire; pairs with the Release store of `DONE` in `run_frame`.
     if frame.header.state.load(Ordering::Acquire) == LATENT {
         // SAFETY: never published (still latent), so the owner owns `b`; taken once.
         let b = unsafe { frame.take_b() };
-        finish_inline(ra, move || b(false))
+        (ra, b(false))
     } else {
         join_promoted(local, &frame, ra)
     }
+}
+
+/// Finishes a recorded join whose `a` unwinds: see [`unwind_recorded`].
+struct RecordedGuard<'a, B, RB>
+where
+    B: FnOnce(bool) -> RB + Send,
+    RB: Send,
+{
+    local: &'a Local,
+    frame: &'a Frame<B, RB>,
+}
+
+impl<B, RB> Drop for RecordedGuard<'_, B, RB>
+where
+    B: FnOnce(bool) -> RB + Send,
+    RB: Send,
+{
+    #[inline(always)]
+    fn drop(&mut self) {
+        unwind_recorded(self.local, self.frame);
+    }
+}
+
+/// The unwinding path of a recorded join (Rayon: both closures run, `a`'s
+/// panic wins): unlinks the frame, then runs `b` inline if it is still
+/// latent or was taken back from its thief, or waits for the thief's
+/// result and drops it. A panic of `b` (or of dropping its result) is
+/// caught and dropped: a second panic while unwinding would abort.
+#[cold]
+#[inline(never)]
+fn unwind_recorded<B, RB>(local: &Local, frame: &Frame<B, RB>)
+where
+    B: FnOnce(bool) -> RB + Send,
+    RB: Send,
+{
+    local.head.set(frame.header.prev);
+    let _ = panic::catch_unwind(AssertUnwindSafe(|| {
+        // Acquire; pairs with the Release store of `DONE` in `run_frame`.
+        let state = frame.header.state.load(Ordering::Acquire);
+        let run_b = state == LATENT
+            || (state != DONE
+                && !{
+                    let thief = frame.header.thief.get();
+                    crate::pool::wait_stolen(local, &frame.header, thief)
+                });
+        if run_b {
+            // SAFETY: still latent (never published), or taken back out of
+            // the thief's mailbox before the thief saw it: the owner owns
+            // `b`; taken once.
+            let b = unsafe { frame.take_b() };
+            drop(b(false));
+        } else {
+            local.eager.set(true);
+            // SAFETY: we saw `DONE` (Acquire), here or in `wait_stolen`.
+            drop(unsafe { frame.take_result() });
+        }
+    }));
 }
 
 /// An unrecorded join: `a` then `b` as plain calls, with Rayon's panic
@@ -456,27 +520,9 @@ fn run_after_panic<C, RB>(b: impl FnOnce(C) -> RB, c: C) {
     let _ = panic::catch_unwind(AssertUnwindSafe(move || b(c)));
 }
 
-#[inline(always)]
-fn finish_inline<RA, RB>(ra: ThreadResult<RA>, b: impl FnOnce() -> RB) -> (RA, RB) {
-    match ra {
-        Ok(ra) => (ra, b()),
-        Err(p) => a_panicked(p, b),
-    }
-}
-
-/// Rayon semantics: both closures run; `a`'s panic wins. Out of line, so that
-/// the joins' landing pads hand the payload on at once and keep no registers
-/// of their own across calls (fewer registers to save on every join).
 #[cold]
 #[inline(never)]
-fn a_panicked<RB>(p: Box<dyn std::any::Any + Send>, b: impl FnOnce() -> RB) -> ! {
-    let _ = panic::catch_unwind(AssertUnwindSafe(b));
-    panic::resume_unwind(p)
-}
-
-#[cold]
-#[inline(never)]
-fn join_promoted<B, RA, RB>(local: &Local, frame: &Frame<B, RB>, ra: ThreadResult<RA>) -> (RA, RB)
+fn join_promoted<B, RA, RB>(local: &Local, frame: &Frame<B, RB>, ra: RA) -> (RA, RB)
 where
     B: FnOnce(bool) -> RB + Send,
     RB: Send,
@@ -489,15 +535,14 @@ where
         local.eager.set(true);
         local.handback.set(local.handback.get() | 1u64 << thief);
         // SAFETY: we saw `DONE` (Acquire), here or in `wait_stolen`.
-        let rb = unsafe { frame.take_result() };
-        match (ra, rb) {
-            (Ok(ra), Ok(rb)) => (ra, rb),
-            (Err(p), _) | (Ok(_), Err(p)) => panic::resume_unwind(p),
+        match unsafe { frame.take_result() } {
+            Ok(rb) => (ra, rb),
+            Err(p) => panic::resume_unwind(p),
         }
     } else {
         // SAFETY: the owner took the job back out of the thief's mailbox
         // before the thief saw it, so the owner owns `b` again; taken once.
         let b = unsafe { frame.take_b() };
-        finish_inline(ra, move || b(false))
+        (ra, b(false))
     }
 }
