@@ -1,4 +1,4 @@
-//! `manycore report`: runs every section of [`SECTIONS`](crate::registry::SECTIONS),
+//! `manycore report`: runs every section of [`SECTIONS`],
 //! prints each one's table, and writes a directory with
 //!
 //! * `report.md`: a header with the machine (CPUs of the process's original

@@ -277,7 +277,7 @@ fn rows(o: &PingpongOpts) -> Vec<Row> {
 
 /// Process CPU time per second of wall time while whatever `setup` returns
 /// is alive (a runtime with nothing to do) and the main thread sleeps:
-/// settle for [`IDLE_SETTLE`], then measure over `window`.
+/// settle for `IDLE_SETTLE` (0.2 s), then measure over `window`.
 pub fn idle_cpu_ms_per_s<T>(
     window: std::time::Duration,
     setup: impl FnOnce() -> Result<T, String>,
