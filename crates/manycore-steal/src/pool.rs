@@ -445,8 +445,8 @@ impl Pool {
     #[cfg(loom)]
     fn steer(&self, _t: usize, _me: usize) {}
 
-    /// Gives worker `t` its full CPU set back (a steered promotion that it
-    /// withdrew from).
+    /// Gives worker `t` its full CPU set back (called by `t` itself, once it
+    /// runs).
     fn unsteer(&self, t: usize) {
         let st = &self.workers[t].steer;
         if st
@@ -485,6 +485,15 @@ impl Pool {
                 true
             } else {
                 this.register(me);
+                // Steered for a job that was taken back: running now, it
+                // may have its full CPU set again (this does not move it).
+                if this.workers[me]
+                    .steer
+                    .narrowed
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                {
+                    this.unsteer(me);
+                }
                 false
             }
         })
@@ -760,8 +769,11 @@ pub(crate) fn wait_stolen(local: &Local, job: &JobHeader, thief: usize) -> bool 
             .is_ok()
     {
         Counters::bump(&pool.workers[me].counters.reclaims);
-        // The thief will not run it: it must not stay steered either.
-        pool.unsteer(thief);
+        // If the thief was steered, it stays so until it runs again (its
+        // idle loop or its next job gives it its full set back). Restored
+        // here, while it is still waking up, it could be woken onto this
+        // CPU, behind us, and not run for milliseconds: knary(4,10,0) after
+        // 20 ms idle (wq probe) then took T1's time in 3 runs of 12.
         local
             .backoff
             .set((local.backoff.get() * 2).min(MAX_BACKOFF));
