@@ -123,16 +123,77 @@ fn a_sleeping_thief_is_steered_and_restored() {
     } else {
         assert_eq!(steered(), 0, "nowhere to steer to with one CPU");
     }
-    // Every core has (or gets back, at its next job) the full CPU set: run a
-    // job on each, then look.
+    // Every core has (or gets back, at its next job or idle round) the full
+    // CPU set.
     for i in 0..2 {
+        assert_full_affinity_soon(&rt, i, &cpus);
+    }
+    rt.shutdown();
+}
+
+/// Asks core `i` for its CPU set until it is `cpus` (each call is followed
+/// by an idle round of the core); fails after 10 s.
+fn assert_full_affinity_soon(rt: &manycore_rt::Runtime, i: usize, cpus: &[usize]) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
         let aff = rt
             .core(i)
             .call(manycore_sync::cpu::current_affinity)
             .wait()
             .unwrap()
             .unwrap();
-        assert_eq!(aff, cpus, "core {i} left narrowed");
+        if aff == cpus {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "core {i} left narrowed: {aff:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
     }
+}
+
+#[test]
+fn a_thief_steered_for_a_job_taken_back_restores_itself() {
+    let cpus = manycore_sync::cpu::original().to_vec();
+    if cpus.len() < 2 {
+        return; // nowhere to steer to
+    }
+    let rt = rt(2);
+    manycore_steal::attach(&rt).unwrap();
+    // Core 1 goes idle (asks for work), long enough to count as asleep...
+    rt.core(1).call(|| ()).wait().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    // ...then runs a message that blocks, still asking for work.
+    let (started_tx, started_rx) = std::sync::mpsc::channel();
+    let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+    rt.core(1)
+        .spawn(move || {
+            started_tx.send(()).unwrap();
+            let _ = go_rx.recv_timeout(std::time::Duration::from_secs(10));
+        })
+        .unwrap();
+    started_rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .unwrap();
+    // Core 0's join hands `b` to core 1 (steering it), cannot get it run
+    // there, and takes it back.
+    let r = rt.install(|| {
+        with_ctx(|s| {
+            s.join(
+                |_| {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                    1
+                },
+                |_| 2,
+            )
+        })
+    });
+    assert_eq!(r, (1, 2));
+    let st = manycore_steal::steal_stats(&rt);
+    assert!(st.steered >= 1 && st.reclaims >= 1, "{st:?}");
+    go_tx.send(()).unwrap();
+    // Core 1, idle again, gives itself its full CPU set back.
+    assert_full_affinity_soon(&rt, 1, &cpus);
     rt.shutdown();
 }
