@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Prints the README's "Measured on this machine" table from the results of
+`manycore report` (report/results.json): every figure is one the CLI wrote.
+
+Usage: python3 scripts/readme_table.py [report/results.json]
+"""
+import json
+import sys
+
+path = sys.argv[1] if len(sys.argv) > 1 else "report/results.json"
+recs = json.load(open(path))
+
+
+def get(bench, case, impl, metric):
+    for r in recs:
+        if (r["bench"], r["case"], r["impl"], r["metric"]) == (bench, case, impl, metric):
+            return r["value"]
+    return None
+
+
+def ns(v):
+    return f"{v:.0f} ns" if v >= 100 else f"{v:.1f} ns"
+
+
+def us(v):
+    return f"{v:.0f} us" if v >= 100 else f"{v:.2f} us" if v < 10 else f"{v:.1f} us"
+
+
+def ms(v):
+    return f"{v:.3g} ms"
+
+
+rows = []
+pp = lambda i: get("pingpong", "round_trip", i, "median")
+raw, fut = pp("raw-atomic"), pp("raw-futex")
+rows.append(("round trip, poll (call(..).wait() core 0 -> 1)", f"{ns(pp('manycore-poll'))} ({pp('manycore-poll')/raw:.2f}x)", f"raw atomic {ns(raw)}", "<= 1.5x raw"))
+rows.append(("round trip, hybrid (default)", f"{ns(pp('manycore-hybrid'))} ({pp('manycore-hybrid')/raw:.2f}x)", f"raw atomic {ns(raw)}", "<= 1.5x raw"))
+rows.append(("round trip, sleep", f"{ns(pp('manycore-sleep'))} ({pp('manycore-sleep')/fut:.2f}x)", f"raw futex {ns(fut)}", "<= 1.3x futex"))
+rows.append(("round trip, peers", "", f"std mpsc {ns(pp('std-mpsc'))}, crossbeam {ns(pp('crossbeam-channel'))}", "poll <= 0.5x each"))
+tp = lambda i: get("pingpong", "throughput", i, "median")
+rows.append(("spawn throughput, hybrid (fire and forget)", f"{tp('manycore-hybrid'):.1f} Mmsg/s ({tp('manycore-hybrid')/tp('rtrb'):.2f}x)", f"rtrb {tp('rtrb'):.1f} Mmsg/s; rtrb-line (one item per cache line) {tp('rtrb-line'):.1f} Mmsg/s", ">= 0.5x rtrb"))
+ic = lambda i: get("pingpong", "idle_cpu", i, "cpu")
+rows.append(("idle CPU, hybrid / sleep", f"{ic('manycore-hybrid'):.2f} ms/s / {ic('manycore-sleep'):.2f} ms/s", "", "< 2 ms/s"))
+call, rinv = get("invoke", "round_trip", "call", "median"), get("invoke", "round_trip", "remote-invoke", "median")
+rows.append(("Remote::invoke round trip", f"{ns(rinv)} ({rinv/call:.3f}x)", f"call {ns(call)}", "<= 1.1x call"))
+rows.append(("timeout lateness, sleep mode, p99", us(get("invoke", "timeout-lateness-sleep", "manycore", "p99")), "", "< 1000 us"))
+t48 = get("reduce", "48-members", "manycore-tree-sleep", "median")
+h48 = get("reduce", "48-members", "manycore-tree-sleep", "hops")
+f48 = get("reduce", "48-members", "manycore-flat-sleep", "median")
+rows.append(("reduce, 48 members (48 cores on 2 CPUs, sleep)", f"tree {us(t48)}, {h48:.0f} hops", f"flat {us(f48)}", "<= 4 hops"))
+mr = lambda i: get("sched", "overload", i, "miss-rate")
+rows.append(("deadline misses under overload", f"EDF {mr('edf'):.1f} %, priority {mr('priority'):.1f} %", f"FIFO {mr('fifo'):.1f} %", "EDF < FIFO"))
+s64, u64 = get("sock", "rtt-64B-procs", "manycore-sock-hybrid", "median"), get("sock", "rtt-64B-procs", "unix", "median")
+rows.append(("socket 64 B round trip, two processes (hybrid)", f"{s64:.2f} us ({s64/u64:.3f}x)", f"Unix socket {u64:.1f} us", "<= 0.33x Unix"))
+sst, ust = get("sock", "stream-1MiB-procs", "manycore-sock-hybrid", "throughput"), get("sock", "stream-1MiB-procs", "unix", "throughput")
+rows.append(("socket 1 MiB streaming, two processes", f"{sst:.0f} MiB/s ({sst/ust:.1f}x)", f"Unix socket {ust:.0f} MiB/s", ">= 2x Unix"))
+cases = sorted({r["case"] for r in recs if r["bench"] == "steal" and r["impl"] == "manycore" and r["metric"] == "T2"},
+               key=lambda c: [r["case"] for r in recs].index(c))
+for c in cases:
+    st = lambda i, m: get("steal", c, i, m)
+    ts = st("sequential", "Ts")
+    if ts is None:
+        continue
+    t1, t2 = st("manycore", "T1"), st("manycore", "T2")
+    if t1 is None:
+        continue
+    rows.append((f"fork-join {c}, T1 / T2 on 2 cores", f"{ms(t1)} / {ms(t2)} (T2 {t2/ts:.2f}x Ts)",
+                 f"sequential {ms(ts)}; rayon T2 {ms(st('rayon', 'T2'))}; chili T2 {ms(st('chili', 'T2'))}", "see issue 4"))
+print("| measurement | manycore | peer (same run) | target |")
+print("|---|---|---|---|")
+for r in rows:
+    print("| " + " | ".join(r) + " |")
