@@ -93,6 +93,48 @@ unsafe fn boxed_shim<F: FnOnce()>(p: *mut Payload, run: bool) {
     }
 }
 
+/// The calling thread's core state: null off the cores, and on a core's
+/// thread, between [`enter_core`] and [`leave_core`], the core's
+/// `CoreLocal`. A `Cell` of a raw pointer rather than a
+/// `RefCell<Option<Rc<_>>>`: a thread-local without a destructor needs no
+/// registration check on access, and reading it stores nothing (a
+/// `RefCell` borrow writes its flag twice), which matters on every send.
+mod current {
+    use crate::scheduler::CoreLocal;
+    use std::cell::Cell;
+
+    thread_local! {
+        static CURRENT: Cell<*const CoreLocal> = const { Cell::new(std::ptr::null()) };
+    }
+
+    /// Makes `local` this thread's core state until [`leave_core`].
+    ///
+    /// # Safety
+    /// `local` must stay alive, in place and never be borrowed mutably until
+    /// `leave_core` is called on this thread.
+    pub(crate) unsafe fn enter_core(local: &CoreLocal) {
+        CURRENT.with(|c| c.set(local));
+    }
+
+    /// Ends what [`enter_core`] began: this thread is no longer a core.
+    pub(crate) fn leave_core() {
+        CURRENT.with(|c| c.set(std::ptr::null()));
+    }
+
+    /// Runs `f` with this thread's core state, if this thread is a core.
+    #[inline]
+    pub(crate) fn with_current<R>(f: impl FnOnce(Option<&CoreLocal>) -> R) -> R {
+        let p = CURRENT.with(Cell::get);
+        // SAFETY: a non-null pointer was set by `enter_core`, whose caller
+        // keeps the CoreLocal alive, in place and not mutably borrowed until
+        // `leave_core`; `run_core` is that caller and calls `leave_core` only
+        // at its top level, never inside `f`, so the reference (which does
+        // not outlive `f`) is valid for as long as `f` runs.
+        f(unsafe { p.as_ref() })
+    }
+}
+pub(crate) use current::{enter_core, leave_core, with_current};
+
 const DONE: u32 = 1;
 const WAITER: u32 = 2;
 const CANCELLED: u32 = 4;

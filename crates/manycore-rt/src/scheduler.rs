@@ -12,7 +12,6 @@ use manycore_sync::SpinBudget;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Wake, Waker};
 use std::time::{Duration, Instant};
@@ -27,23 +26,15 @@ const SPILL_RETRY: usize = 32;
 const CLEAR_EVERY: u32 = 4096;
 
 thread_local! {
-    static LOCAL: RefCell<Option<Rc<CoreLocal>>> = const { RefCell::new(None) };
     static LANE: Cell<usize> = const { Cell::new(usize::MAX) };
 }
 
-/// Runs `f` with this thread's core state, if this thread is a core.
-///
-/// Holds a shared borrow of the thread-local for the duration of `f` rather
-/// than cloning the `Rc` (one less increment and decrement on every send and
-/// object lookup). Nested calls take further shared borrows; the only
-/// mutable borrows are at core start and exit, in `run_core`, outside any
-/// `with_local`.
+/// Runs `f` with this thread's core state, if this thread is a core (a
+/// thread-local pointer that `run_core` sets for the core's whole life; see
+/// `raw::with_current`).
 #[inline]
 pub(crate) fn with_local<R>(f: impl FnOnce(Option<&CoreLocal>) -> R) -> R {
-    LOCAL.with(|c| {
-        let g = c.borrow();
-        f(g.as_deref())
-    })
+    crate::raw::with_current(f)
 }
 
 /// True if the calling thread is a core of runtime `id`.
@@ -136,8 +127,9 @@ pub fn poll_once() -> usize {
     with_local(|l| l.map_or(0, |l| l.poll()))
 }
 
-/// Everything a core owns. Lives on the core's thread (behind an `Rc` only so
-/// that `with_local` can hand out a reference while user code runs).
+/// Everything a core owns. Lives on the core's thread, on the frame of
+/// `run_core`, which `with_local` hands out references to while user code
+/// runs.
 pub(crate) struct CoreLocal {
     pub(crate) index: usize,
     pub(crate) shared: Arc<Shared>,
@@ -681,9 +673,10 @@ impl CoreLocal {
 
 /// The body of a core's thread.
 pub(crate) fn run_core(local: CoreLocal) {
-    let local = Rc::new(local);
-    LOCAL.with(|c| *c.borrow_mut() = Some(local.clone()));
-    let l = &*local;
+    let l = &local;
+    // SAFETY: `local` lives on this frame until the end of this function,
+    // after `leave_core` below, and is never borrowed mutably.
+    unsafe { crate::raw::enter_core(l) };
     let policy_spin = l.shared.idle.spin_budget();
     let mut budget = SpinBudget::new(policy_spin);
     let mut empty = 0u32;
@@ -726,7 +719,7 @@ pub(crate) fn run_core(local: CoreLocal) {
     }
     // Leave the thread-local first: whatever dropping leftovers sends now goes
     // the outside way, which refuses (the runtime is stopping).
-    LOCAL.with(|c| c.borrow_mut().take());
+    crate::raw::leave_core();
     exit_core(l);
     drop(local);
 }
