@@ -2,6 +2,8 @@
 //! core 1 (the pingpong bench's throughput row, alone, for `perf record`).
 //!
 //! `cargo run --release -p manycore-rt --example tpq -- [secs] [batch]`
+//! (`PIN=1` pins the cores, `POLL=1` idles by polling instead of the
+//! hybrid policy, `CAP=n` sets the ring capacity).
 use manycore_rt::{IdlePolicy, Runtime};
 use std::cell::Cell;
 use std::time::{Duration, Instant};
@@ -16,10 +18,20 @@ fn main() {
     let batch: u64 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1 << 16);
     let rt = Runtime::builder()
         .cores(2)
-        .idle(IdlePolicy::Hybrid {
-            spin: Duration::from_micros(50),
+        .idle(if std::env::var_os("POLL").is_some() {
+            IdlePolicy::Poll
+        } else {
+            IdlePolicy::Hybrid {
+                spin: Duration::from_micros(50),
+            }
         })
         .pin(std::env::var("PIN").is_ok())
+        .ring_capacity(
+            std::env::var("CAP")
+                .ok()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(256),
+        )
         .build()
         .unwrap();
     let c1 = rt.core(1).clone();
