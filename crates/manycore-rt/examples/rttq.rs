@@ -2,6 +2,7 @@
 //! (the pingpong bench's round-trip row, alone, for `perf record`).
 //!
 //! `cargo run --release -p manycore-rt --example rttq -- [secs] [poll|hybrid]`
+//! (`PIN=1` pins the cores, `CAP=n` sets the ring capacity).
 use manycore_rt::{IdlePolicy, Runtime};
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,12 @@ fn main() {
         .cores(2)
         .idle(idle)
         .pin(std::env::var("PIN").is_ok())
+        .ring_capacity(
+            std::env::var("CAP")
+                .ok()
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(256),
+        )
         .build()
         .unwrap();
     let c1 = rt.core(1).clone();
