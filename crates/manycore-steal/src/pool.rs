@@ -295,6 +295,29 @@ impl Pool {
         }
     }
 
+    /// Worker `me`, busy at a tick, stops asking for work if it still is:
+    /// its scheduler ran a message (say, the root of a join tree) after its
+    /// idle hook had announced demand, and a victim serving that stale
+    /// demand would hand a job to a worker that does not look at its mailbox
+    /// until it is idle again (the victim then takes the job back at its
+    /// join, after a wasted promotion). A job already handed over stays in
+    /// the mailbox: the victim takes it back, or this worker runs it when
+    /// it next waits or idles.
+    pub(crate) fn withdraw_stale(&self, me: usize) {
+        let mb = &self.workers[me].mailbox;
+        // Only this worker moves its mailbox away from HUNGRY but victims,
+        // which replace it by a job (then the CAS fails and the job stays).
+        if mb.load(Ordering::Relaxed) == HUNGRY
+            && mb
+                .compare_exchange(HUNGRY, EMPTY, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            // As in `withdraw`: a victim that claimed the bit already fails
+            // its CAS (the mailbox is EMPTY) and puts its frame back.
+            self.hungry.fetch_and(!(1u64 << me), Ordering::Relaxed);
+        }
+    }
+
     /// Withdraws worker `me`'s demand; returns a job that arrived meanwhile
     /// (the caller must run it).
     pub(crate) fn withdraw(&self, me: usize) -> Option<NonNull<JobHeader>> {
@@ -687,6 +710,7 @@ pub(crate) fn tick(local: &Local) {
             .set(local.interval.get().saturating_mul(local.backoff.get()) - 1);
     }
     if let Some((p, me)) = local.pool() {
+        p.withdraw_stale(me);
         p.serve(local.head.get(), me, local.handback.replace(0));
     }
     local.eager.set(true);
