@@ -1,7 +1,7 @@
 //! Dev probe: one workload of `manycore bench steal`, sequential vs runtime
 //! T1/T2 (interleaved repetitions; min and median), with steal counters.
 //!
-//! `cargo run --release -p manycore-steal --example wq -- <fib N | tree N REPS | knary M I | qsort N> [reps] [only]`
+//! `cargo run --release -p manycore-steal --example wq -- <fib N | pfib N | tree N REPS | knary M I | qsort N> [reps] [only]`
 //! `only` = seq | t1 | t2 runs just that configuration (for `perf record`).
 //! `GAP_MS=n` sets the pause before each run (default 2; the bench's is 5: a
 //! longer pause lets idle cores fall asleep); `PIN=1` pins the cores.
@@ -22,6 +22,14 @@ fn fib_mc(s: Ctx<'_>, n: u64) -> u64 {
         return n;
     }
     let (a, b) = s.join(|s| fib_mc(s, n - 1), |s| fib_mc(s, n - 2));
+    a + b
+}
+
+fn fib_plain(n: u64) -> u64 {
+    if n < 2 {
+        return n;
+    }
+    let (a, b) = manycore_steal::join(|| fib_plain(n - 1), || fib_plain(n - 2));
     a + b
 }
 
@@ -166,6 +174,20 @@ fn main() {
                     }
                 }),
                 3,
+            )
+        }
+        Some("pfib") => {
+            let n = num(1, 30);
+            (
+                format!("plain fib({n})"),
+                Arc::new(move |par| {
+                    if par {
+                        fib_plain(black_box(n))
+                    } else {
+                        fib_seq(black_box(n))
+                    }
+                }),
+                2,
             )
         }
         Some("qsort") => {

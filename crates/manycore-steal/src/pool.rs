@@ -115,9 +115,19 @@ struct Steer {
     tid: std::sync::atomic::AtomicI32,
     /// When (`now_ns`) the worker last started asking for work; 0 if it is not.
     hungry_since: std::sync::atomic::AtomicU64,
-    /// A victim narrowed the worker's affinity; the worker restores it.
-    narrowed: std::sync::atomic::AtomicBool,
+    /// A victim narrowed the worker's affinity (`NARROWED`), or is doing
+    /// so (`NARROWING`: between its mark and its syscall); the worker
+    /// restores it (`UNNARROWED` again).
+    narrowed: std::sync::atomic::AtomicU8,
 }
+
+/// `Steer::narrowed`: the worker has its full CPU set (as far as steering
+/// goes), a victim is narrowing it, or has narrowed it.
+const UNNARROWED: u8 = 0;
+#[cfg(not(loom))]
+const NARROWING: u8 = 1;
+#[cfg(not(loom))]
+const NARROWED: u8 = 2;
 
 /// Counters, for tests and benchmarks; each has one writer (the worker
 /// whose `WorkerShared` holds it), so a count is a load and a store.
@@ -295,6 +305,29 @@ impl Pool {
         }
     }
 
+    /// Worker `me`, busy at a tick, stops asking for work if it still is:
+    /// its scheduler ran a message (say, the root of a join tree) after its
+    /// idle hook had announced demand, and a victim serving that stale
+    /// demand would hand a job to a worker that does not look at its mailbox
+    /// until it is idle again (the victim then takes the job back at its
+    /// join, after a wasted promotion). A job already handed over stays in
+    /// the mailbox: the victim takes it back, or this worker runs it when
+    /// it next waits or idles.
+    pub(crate) fn withdraw_stale(&self, me: usize) {
+        let mb = &self.workers[me].mailbox;
+        // Only this worker moves its mailbox away from HUNGRY but victims,
+        // which replace it by a job (then the CAS fails and the job stays).
+        if mb.load(Ordering::Relaxed) == HUNGRY
+            && mb
+                .compare_exchange(HUNGRY, EMPTY, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            // As in `withdraw`: a victim that claimed the bit already fails
+            // its CAS (the mailbox is EMPTY) and puts its frame back.
+            self.hungry.fetch_and(!(1u64 << me), Ordering::Relaxed);
+        }
+    }
+
     /// Withdraws worker `me`'s demand; returns a job that arrived meanwhile
     /// (the caller must run it).
     pub(crate) fn withdraw(&self, me: usize) -> Option<NonNull<JobHeader>> {
@@ -434,10 +467,24 @@ impl Pool {
         if others.is_empty() {
             return;
         }
-        st.narrowed.store(true, Relaxed);
+        // Marked before the syscall, so that a thief that takes the job at
+        // once (it was awake after all) restores its set, and confirmed
+        // after it: if the thief restored its set meanwhile (the mark is
+        // gone), our narrowing may have landed after its restoring, and
+        // nobody else would undo it (the thief stayed narrowed to one CPU
+        // until its next steering; the runtime tests saw a core left
+        // narrowed for 10 s once in 15 runs): undo it here.
+        st.narrowed.store(NARROWING, Relaxed);
         if manycore_sync::cpu::set_thread_affinity(tid, &others).is_err() {
-            st.narrowed.store(false, Relaxed);
+            st.narrowed.store(UNNARROWED, Relaxed);
             return;
+        }
+        if st
+            .narrowed
+            .compare_exchange(NARROWING, NARROWED, Relaxed, Relaxed)
+            .is_err()
+        {
+            let _ = set_full_affinity(tid);
         }
         let c = &self.workers[me].counters.steered;
         c.store(c.load(Relaxed) + 1, Relaxed);
@@ -451,7 +498,8 @@ impl Pool {
         let st = &self.workers[t].steer;
         if st
             .narrowed
-            .swap(false, std::sync::atomic::Ordering::Relaxed)
+            .swap(UNNARROWED, std::sync::atomic::Ordering::Relaxed)
+            != UNNARROWED
         {
             let _ = set_full_affinity(st.tid.load(std::sync::atomic::Ordering::Relaxed));
         }
@@ -467,7 +515,7 @@ impl Pool {
                 st.hungry_since
                     .store(0, std::sync::atomic::Ordering::Relaxed);
             }
-            if st.narrowed.load(std::sync::atomic::Ordering::Relaxed) {
+            if st.narrowed.load(std::sync::atomic::Ordering::Relaxed) != UNNARROWED {
                 self.unsteer(me);
             }
         }
@@ -491,6 +539,7 @@ impl Pool {
                     .steer
                     .narrowed
                     .load(std::sync::atomic::Ordering::Relaxed)
+                    != UNNARROWED
                 {
                     this.unsteer(me);
                 }
@@ -687,6 +736,7 @@ pub(crate) fn tick(local: &Local) {
             .set(local.interval.get().saturating_mul(local.backoff.get()) - 1);
     }
     if let Some((p, me)) = local.pool() {
+        p.withdraw_stale(me);
         p.serve(local.head.get(), me, local.handback.replace(0));
     }
     local.eager.set(true);

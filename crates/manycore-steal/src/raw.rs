@@ -508,8 +508,33 @@ impl<C: Copy, B: FnOnce(C) -> RB, RB> Drop for RunOnUnwind<C, B, RB> {
         // SAFETY: drop runs at most once, and only if the guard was not
         // disarmed (which takes `b` out and forgets the guard).
         let b = unsafe { ManuallyDrop::take(&mut self.b) };
-        run_after_panic(b, self.c);
+        // A fresh slot, written here on the unwinding path only, and handed
+        // over by address. Handing over `b` by value made the callee's
+        // argument the guard's own memory (the copy is elided), so the
+        // guard lived in memory and every join wrote `b` into it before
+        // calling `a`. With the slot the guard's address never escapes, it
+        // stays in registers, and the landing pad rebuilds `b` from them
+        // (knary(4,8,0), callgrind: the context form's recursion 23.3M ->
+        // 20.9M instructions, the plain join's 21.4M -> 18.7M).
+        let mut slot = MaybeUninit::new((b, self.c));
+        // SAFETY: the slot is initialised, and it is a `MaybeUninit`, so
+        // after the callee has moved its contents out nothing drops them
+        // again.
+        unsafe { run_after_panic_at(slot.as_mut_ptr()) };
     }
+}
+
+/// [`run_after_panic`] on the contents of a slot.
+///
+/// # Safety
+/// `p` points to an initialised `(b, c)` that the caller will not use (nor
+/// drop) afterwards: it is moved out here.
+#[cold]
+#[inline(never)]
+unsafe fn run_after_panic_at<C, RB, B: FnOnce(C) -> RB>(p: *mut (B, C)) {
+    // SAFETY: per the contract, initialised and moved out exactly once.
+    let (b, c) = unsafe { p.read() };
+    run_after_panic(b, c);
 }
 
 /// The unwinding path of an unrecorded join: runs `b` (Rayon: both run);

@@ -72,6 +72,31 @@ fn handback_serves_the_returning_thief() {
 }
 
 #[test]
+fn stale_demand_is_withdrawn_at_a_tick() {
+    // Worker 0, once its root join may have been stolen, asks for work (as a
+    // runtime core's idle hook does before its scheduler runs a message)
+    // and goes on with its tree: its next tick withdraws that stale demand
+    // (`Pool::withdraw_stale`), racing with the thief, which, ticking in the
+    // stolen piece, may claim it and hand worker 0 a frame (then worker 0's
+    // withdrawal fails and the frame stays: the thief takes it back at its
+    // join, or worker 0 runs it while it waits).
+    model(|| {
+        let pool = pool(2, 1);
+        let r = pool.install(|| {
+            join(
+                || {
+                    manycore_steal::probe::register_demand();
+                    join(|| 1, || 2)
+                },
+                || join(|| 3, || 4),
+            )
+        });
+        assert_eq!(r, ((1, 2), (3, 4)));
+        drop(pool);
+    });
+}
+
+#[test]
 fn stolen_panic_propagates() {
     model(|| {
         let pool = pool(2, 1);
