@@ -354,10 +354,16 @@ fn chili_pool(n: usize) -> chili::ThreadPool {
 
 /// Ts, and T1/T2 for each implementation, of one workload; returns the records
 /// and the figures (Ts, [(impl, T1, T2)]).
+/// A workload's timed run on a runtime.
+type OnRuntime<'a> = Box<dyn FnMut(&Runtime) -> Duration + 'a>;
+
 struct Workload<'a> {
     case: String,
     seq: Box<dyn FnMut() -> Duration + 'a>,
-    mc: Box<dyn FnMut(&Runtime) -> Duration + 'a>,
+    mc: OnRuntime<'a>,
+    /// The same tree through the plain `join`, on the same runtimes (fib
+    /// only): recorded as `manycore-plain-join`.
+    mc_plain: Option<OnRuntime<'a>>,
     rayon: Box<dyn FnMut(&rayon::ThreadPool) -> Duration + 'a>,
     chili: Box<dyn FnMut(&chili::ThreadPool) -> Duration + 'a>,
 }
@@ -372,15 +378,17 @@ fn run_workload(
     s_cap: f64,
     out: &mut Vec<Record>,
 ) -> Figures {
-    // All seven configurations stay up, and the repetitions interleave them
-    // (seq, manycore T1, T2, rayon T1, T2, chili T1, T2, seq, ...), so that a
-    // burst of load from other tenants of the machine hits all of them alike.
+    // All configurations stay up, and the repetitions interleave them (seq,
+    // manycore T1, T2, rayon T1, T2, chili T1, T2, then the plain join's T1,
+    // T2 where there is one, seq, ...), so that a burst of load from other
+    // tenants of the machine hits all of them alike.
     let rts = [runtime(1), runtime(2)];
     for rt in &rts {
         manycore_steal::attach(rt).expect("attach");
     }
     let rps = [rayon_pool(1), rayon_pool(2)];
     let cps = [chili_pool(1), chili_pool(2)];
+    let configs = if w.mc_plain.is_some() { 9 } else { 7 };
     let mut run_one = |k: usize| -> Duration {
         // Let the previous configuration's threads finish spinning and go to
         // sleep, so that no pool's idle threads compete with the next one.
@@ -389,21 +397,20 @@ fn run_workload(
             0 => (w.seq)(),
             1 | 2 => (w.mc)(&rts[k - 1]),
             3 | 4 => (w.rayon)(&rps[k - 3]),
-            _ => (w.chili)(&cps[k - 5]),
+            5 | 6 => (w.chili)(&cps[k - 5]),
+            _ => match w.mc_plain.as_mut() {
+                Some(f) => f(&rts[k - 7]),
+                None => Duration::ZERO,
+            },
         }
     };
     // Warm-up, and a size estimate from the sequential run.
-    let est = (0..7)
-        .map(&mut run_one)
-        .next()
-        .unwrap_or_default()
-        .as_secs_f64()
-        .max(1e-6);
-    for k in 1..7 {
+    let est = run_one(0).as_secs_f64().max(1e-6);
+    for k in 1..configs {
         run_one(k);
     }
     let reps = ((opts.secs / est) as usize).clamp(3, 21);
-    let mut v: Vec<Vec<f64>> = (0..7).map(|_| Vec::with_capacity(reps)).collect();
+    let mut v: Vec<Vec<f64>> = (0..configs).map(|_| Vec::with_capacity(reps)).collect();
     for _ in 0..reps {
         for (k, vk) in v.iter_mut().enumerate() {
             vk.push(run_one(k).as_secs_f64() * 1e3);
@@ -438,6 +445,9 @@ fn run_workload(
     cell("manycore", med[1], med[2], out);
     cell("rayon", med[3], med[4], out);
     cell("chili", med[5], med[6], out);
+    if configs == 9 {
+        cell("manycore-plain-join", med[7], med[8], out);
+    }
     Figures { ts }
 }
 
@@ -504,6 +514,10 @@ pub fn run(opts: &StealBenchOpts) -> Vec<Record> {
                 manycore_steal::with_ctx(|s| fib_mc(s, black_box(n)))
             })
         }),
+        // The plain (thread-local) join, for comparison with the context form.
+        mc_plain: Some(Box::new(move |rt| {
+            on_rt(rt, move || fib_mc_plain(black_box(n)))
+        })),
         rayon: Box::new(move |p| p.install(|| time(|| fib_rayon(black_box(n))))),
         chili: Box::new(move |p| {
             let mut s = p.scope();
@@ -511,36 +525,24 @@ pub fn run(opts: &StealBenchOpts) -> Vec<Record> {
         }),
     };
     run_workload(opts, &mut w, s_cap, &mut out);
-    // The plain (thread-local) join, for comparison with the context form.
-    for cores in [1, 2] {
-        let rt = runtime(cores);
+    {
+        // Longest gap between two heartbeat polls while the tree runs.
+        let rt = runtime(1);
         manycore_steal::attach(&rt).expect("attach");
-        let t = median_ms(opts.secs, || on_rt(&rt, move || fib_mc_plain(black_box(n))));
+        manycore_steal::measure_poll_gaps(true);
+        let _ = on_rt(&rt, move || {
+            manycore_steal::with_ctx(|s| fib_mc(s, black_box(n)))
+        });
+        let gap = manycore_steal::max_poll_gap();
+        manycore_steal::measure_poll_gaps(false);
         out.push(Record::new(
             BENCH,
             &case,
-            "manycore-plain-join",
-            &format!("T{cores}"),
-            t,
-            "ms",
+            "manycore",
+            "max_poll_gap",
+            gap.as_secs_f64() * 1e6,
+            "us",
         ));
-        if cores == 1 {
-            // Longest gap between two heartbeat polls while the tree runs.
-            manycore_steal::measure_poll_gaps(true);
-            let _ = on_rt(&rt, move || {
-                manycore_steal::with_ctx(|s| fib_mc(s, black_box(n)))
-            });
-            let gap = manycore_steal::max_poll_gap();
-            manycore_steal::measure_poll_gaps(false);
-            out.push(Record::new(
-                BENCH,
-                &case,
-                "manycore",
-                "max_poll_gap",
-                gap.as_secs_f64() * 1e6,
-                "us",
-            ));
-        }
         rt.shutdown();
     }
 
@@ -555,6 +557,7 @@ pub fn run(opts: &StealBenchOpts) -> Vec<Record> {
             mc: Box::new(move |rt| {
                 on_rt(rt, move || manycore_steal::with_ctx(|s| knary_mc(s, p, 0)))
             }),
+            mc_plain: None,
             rayon: Box::new(move |pool| pool.install(|| time(|| knary_rayon(p, 0)))),
             chili: Box::new(move |pool| {
                 let mut s = pool.scope();
@@ -588,6 +591,7 @@ pub fn run(opts: &StealBenchOpts) -> Vec<Record> {
                     })
                 })
             }),
+            mc_plain: None,
             rayon: Box::new(move |p| {
                 p.install(|| time(|| (0..r).map(|_| sum_rayon(black_box(&t3))).sum::<u64>()))
             }),
@@ -627,6 +631,7 @@ pub fn run(opts: &StealBenchOpts) -> Vec<Record> {
                 d
             })
         }),
+        mc_plain: None,
         rayon: Box::new(move |p| {
             let mut v = i3.to_vec();
             p.install(|| time(|| qsort_rayon(&mut v)))
