@@ -47,7 +47,10 @@ core 0 calls core 1). Cases: round_trip (median, p50, p99, ns), throughput
 Each case runs about --secs seconds: --reps repetitions, each after its own
 warm-up and calibration, with the repetitions of all timed rows interleaved
 (repetition 1 of every row, then repetition 2, ...), so that every row is
-measured over the same stretch of time; medians are over repetitions (total
+measured over the same stretch of time; within a repetition the spinning
+round-trip rows come right after raw-atomic and before any row that sleeps
+(a vCPU that halts may come back on another physical CPU, with another cost
+of a line transfer); medians are over repetitions (total
 time / operations), p50 and p99 over per-batch means (p50: the typical speed
 when no stall hits).
 Idle CPU: a fresh runtime settles for 0.2 s, then process CPU time is read over
@@ -191,23 +194,47 @@ fn throughput_row(
 fn rows(o: &PingpongOpts) -> Vec<Row> {
     let lat = Plan::latency(o.secs, o.reps);
     let thr = Plan::throughput(o.secs, o.reps);
-    let mut v = vec![
-        latency_row(
-            "round trip: raw-atomic",
-            "raw-atomic",
+    let mut v = vec![latency_row(
+        "round trip: raw-atomic",
+        "raw-atomic",
+        lat,
+        peers::raw_atomic,
+    )];
+    // The spinning rows right after the raw atomic row, the sleeping ones
+    // after them: on this VM a vCPU that halts can come back on another
+    // physical CPU, and the cost of a line transfer between the two vCPUs
+    // changes with it (the raw atomic round trip measured 49, 100 or 480 ns
+    // within one hour); rows that follow a sleeping row can thus see another
+    // placement than the row before it. Spinning rows do not halt a vCPU.
+    let (spinning, sleeping): (Vec<Idle>, Vec<Idle>) =
+        o.idle.iter().partition(|i| !matches!(i, Idle::Sleep));
+    for i in spinning {
+        v.push(latency_row(
+            &format!("round trip: {}", i.impl_name()),
+            i.impl_name(),
             lat,
-            peers::raw_atomic,
-        ),
-        latency_row("round trip: raw-futex", "raw-futex", lat, peers::raw_futex),
-        latency_row("round trip: std-mpsc", "std-mpsc", lat, peers::std_mpsc),
-        latency_row(
-            "round trip: crossbeam-channel",
-            "crossbeam-channel",
-            lat,
-            peers::crossbeam,
-        ),
-    ];
-    for &i in &o.idle {
+            move |p| rt::round_trip(i, p),
+        ));
+    }
+    v.push(latency_row(
+        "round trip: crossbeam-channel",
+        "crossbeam-channel",
+        lat,
+        peers::crossbeam,
+    ));
+    v.push(latency_row(
+        "round trip: raw-futex",
+        "raw-futex",
+        lat,
+        peers::raw_futex,
+    ));
+    v.push(latency_row(
+        "round trip: std-mpsc",
+        "std-mpsc",
+        lat,
+        peers::std_mpsc,
+    ));
+    for i in sleeping {
         v.push(latency_row(
             &format!("round trip: {}", i.impl_name()),
             i.impl_name(),
@@ -614,6 +641,9 @@ pub fn section(ctx: &SectionCtx) -> Section {
          The repetitions of all rows are interleaved (repetition 1 of every row, then \
          repetition 2, ...): on a shared VM the cost of a line transfer moves with the \
          host's placement of the vCPUs, and every row then sees the same placements. \
+         Within a repetition the spinning round-trip rows run right after raw-atomic, \
+         before any row that sleeps: a vCPU that halts may come back on another \
+         physical CPU, and rows after it would see another placement. \
          Throughput: fire-and-forget `spawn`s (u64 payload) from core 0 to core 1, \
          against `rtrb` and a bounded `crossbeam-channel` moving u64s, and `rtrb-line` \
          (rtrb moving one u64 per 64-byte item: every item its own cache line, as every \
