@@ -208,7 +208,7 @@ fn rows(o: &PingpongOpts) -> Vec<Row> {
     // placement than the row before it. Spinning rows do not halt a vCPU.
     let (spinning, sleeping): (Vec<Idle>, Vec<Idle>) =
         o.idle.iter().partition(|i| !matches!(i, Idle::Sleep));
-    for i in spinning {
+    for &i in &spinning {
         v.push(latency_row(
             &format!("round trip: {}", i.impl_name()),
             i.impl_name(),
@@ -234,7 +234,7 @@ fn rows(o: &PingpongOpts) -> Vec<Row> {
         lat,
         peers::std_mpsc,
     ));
-    for i in sleeping {
+    for &i in &sleeping {
         v.push(latency_row(
             &format!("round trip: {}", i.impl_name()),
             i.impl_name(),
@@ -248,6 +248,16 @@ fn rows(o: &PingpongOpts) -> Vec<Row> {
         thr,
         peers::rtrb_stream,
     ));
+    // The same order for the streams: the spinning rows right after rtrb.
+    let stream = |i: Idle| {
+        throughput_row(
+            &format!("throughput: {}", i.impl_name()),
+            i.impl_name(),
+            thr,
+            move |p| rt::spawn_stream(i, p),
+        )
+    };
+    v.extend(spinning.iter().map(|&i| stream(i)));
     v.push(throughput_row(
         "throughput: rtrb-line",
         "rtrb-line",
@@ -260,14 +270,7 @@ fn rows(o: &PingpongOpts) -> Vec<Row> {
         thr,
         peers::crossbeam_stream,
     ));
-    for &i in &o.idle {
-        v.push(throughput_row(
-            &format!("throughput: {}", i.impl_name()),
-            i.impl_name(),
-            thr,
-            move |p| rt::spawn_stream(i, p),
-        ));
-    }
+    v.extend(sleeping.iter().map(|&i| stream(i)));
     let window = idle_window(o.secs);
     v.push(Row::Once {
         label: "idle cpu: no runtime".into(),
