@@ -673,6 +673,48 @@ pub fn section(ctx: &SectionCtx) -> Section {
 mod tests {
     use super::*;
 
+    /// The labels of the timed rows, in the order a repetition runs them.
+    fn timed_labels(idle: Vec<Idle>) -> Vec<String> {
+        let o = PingpongOpts {
+            secs: 0.1,
+            reps: 1,
+            idle,
+        };
+        rows(&o)
+            .iter()
+            .filter_map(|r| match r {
+                Row::Timed { label, .. } => Some(label.clone()),
+                Row::Once { .. } => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn spinning_rows_run_right_after_their_raw_baseline() {
+        let labels = timed_labels(Idle::ALL.to_vec());
+        let at = |l: &str| {
+            labels
+                .iter()
+                .position(|x| x == l)
+                .unwrap_or_else(|| panic!("no row {l} in {labels:?}"))
+        };
+        let raw = at("round trip: raw-atomic");
+        assert_eq!(at("round trip: manycore-poll"), raw + 1, "{labels:?}");
+        assert_eq!(at("round trip: manycore-hybrid"), raw + 2, "{labels:?}");
+        // Every row that may sleep comes after them.
+        for sleepy in [
+            "round trip: raw-futex",
+            "round trip: std-mpsc",
+            "round trip: manycore-sleep",
+        ] {
+            assert!(at(sleepy) > raw + 2, "{sleepy} in {labels:?}");
+        }
+        let rtrb = at("throughput: rtrb");
+        assert_eq!(at("throughput: manycore-poll"), rtrb + 1, "{labels:?}");
+        assert_eq!(at("throughput: manycore-hybrid"), rtrb + 2, "{labels:?}");
+        assert!(at("throughput: manycore-sleep") > rtrb + 2, "{labels:?}");
+    }
+
     fn synthetic() -> Vec<Record> {
         vec![
             Record::new(BENCH, "round_trip", "raw-atomic", "median", 1000.0, "ns"),
