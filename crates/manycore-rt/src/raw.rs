@@ -94,7 +94,7 @@ unsafe fn boxed_shim<F: FnOnce()>(p: *mut Payload, run: bool) {
 }
 
 /// The calling thread's core state: null off the cores, and on a core's
-/// thread, between [`enter_core`] and [`leave_core`], the core's
+/// thread, while the guard that [`enter_core`] returns lives, the core's
 /// `CoreLocal`. A `Cell` of a raw pointer rather than a
 /// `RefCell<Option<Rc<_>>>`: a thread-local without a destructor needs no
 /// registration check on access, and reading it stores nothing (a
@@ -102,38 +102,53 @@ unsafe fn boxed_shim<F: FnOnce()>(p: *mut Payload, run: bool) {
 mod current {
     use crate::scheduler::CoreLocal;
     use std::cell::Cell;
+    use std::marker::PhantomData;
 
     thread_local! {
         static CURRENT: Cell<*const CoreLocal> = const { Cell::new(std::ptr::null()) };
     }
 
-    /// Makes `local` this thread's core state until [`leave_core`].
-    ///
-    /// # Safety
-    /// `local` must stay alive, in place and never be borrowed mutably until
-    /// `leave_core` is called on this thread.
-    pub(crate) unsafe fn enter_core(local: &CoreLocal) {
-        CURRENT.with(|c| c.set(local));
+    /// While it lives, its `CoreLocal` is this thread's core state; dropped
+    /// (at the end of the core, or while unwinding out of it), the thread is
+    /// no longer a core. It borrows the `CoreLocal`, so the borrow checker
+    /// keeps the `CoreLocal` alive and in place for as long as the pointer
+    /// can be read.
+    #[derive(Debug)]
+    pub(crate) struct CoreGuard<'a>(PhantomData<&'a CoreLocal>);
+
+    impl Drop for CoreGuard<'_> {
+        fn drop(&mut self) {
+            CURRENT.with(|c| c.set(std::ptr::null()));
+        }
     }
 
-    /// Ends what [`enter_core`] began: this thread is no longer a core.
-    pub(crate) fn leave_core() {
-        CURRENT.with(|c| c.set(std::ptr::null()));
+    /// Makes `local` this thread's core state for as long as the returned
+    /// guard lives.
+    ///
+    /// # Safety
+    /// Nothing may borrow `local` mutably while the guard lives (it is
+    /// handed out as `&CoreLocal` to any code on this thread), and the
+    /// guard must stay on this thread's stack (it is not `Send` anyway).
+    pub(crate) unsafe fn enter_core(local: &CoreLocal) -> CoreGuard<'_> {
+        CURRENT.with(|c| c.set(local));
+        CoreGuard(PhantomData)
     }
 
     /// Runs `f` with this thread's core state, if this thread is a core.
     #[inline]
     pub(crate) fn with_current<R>(f: impl FnOnce(Option<&CoreLocal>) -> R) -> R {
         let p = CURRENT.with(Cell::get);
-        // SAFETY: a non-null pointer was set by `enter_core`, whose caller
-        // keeps the CoreLocal alive, in place and not mutably borrowed until
-        // `leave_core`; `run_core` is that caller and calls `leave_core` only
-        // at its top level, never inside `f`, so the reference (which does
-        // not outlive `f`) is valid for as long as `f` runs.
+        // SAFETY: a non-null pointer was set by `enter_core` and is cleared
+        // by its guard's drop; the guard borrows the CoreLocal, so the
+        // CoreLocal is alive, in place and (by `enter_core`'s contract) not
+        // mutably borrowed while the pointer is set. The guard is dropped
+        // only by its owner (`run_core`, at its top level or when unwinding
+        // out of it), never inside `f`, so the reference, which does not
+        // outlive `f`, stays valid while `f` runs.
         f(unsafe { p.as_ref() })
     }
 }
-pub(crate) use current::{enter_core, leave_core, with_current};
+pub(crate) use current::{enter_core, with_current};
 
 const DONE: u32 = 1;
 const WAITER: u32 = 2;

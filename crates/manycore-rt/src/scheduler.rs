@@ -674,9 +674,10 @@ impl CoreLocal {
 /// The body of a core's thread.
 pub(crate) fn run_core(local: CoreLocal) {
     let l = &local;
-    // SAFETY: `local` lives on this frame until the end of this function,
-    // after `leave_core` below, and is never borrowed mutably.
-    unsafe { crate::raw::enter_core(l) };
+    // SAFETY: nothing borrows `local` mutably; the guard stays on this frame
+    // and is dropped before `local` (below, or when unwinding: it was
+    // declared after it).
+    let core = unsafe { crate::raw::enter_core(l) };
     let policy_spin = l.shared.idle.spin_budget();
     let mut budget = SpinBudget::new(policy_spin);
     let mut empty = 0u32;
@@ -719,7 +720,7 @@ pub(crate) fn run_core(local: CoreLocal) {
     }
     // Leave the thread-local first: whatever dropping leftovers sends now goes
     // the outside way, which refuses (the runtime is stopping).
-    crate::raw::leave_core();
+    drop(core);
     exit_core(l);
     drop(local);
 }
