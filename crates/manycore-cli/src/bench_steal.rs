@@ -352,11 +352,11 @@ fn chili_pool(n: usize) -> chili::ThreadPool {
     })
 }
 
-/// Ts, and T1/T2 for each implementation, of one workload; returns the records
-/// and the figures (Ts, [(impl, T1, T2)]).
 /// A workload's timed run on a runtime.
 type OnRuntime<'a> = Box<dyn FnMut(&Runtime) -> Duration + 'a>;
 
+/// Ts, and T1/T2 for each implementation, of one workload; returns the records
+/// and the figures (Ts, [(impl, T1, T2)]).
 struct Workload<'a> {
     case: String,
     seq: Box<dyn FnMut() -> Duration + 'a>,

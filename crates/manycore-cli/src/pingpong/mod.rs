@@ -208,14 +208,15 @@ fn rows(o: &PingpongOpts) -> Vec<Row> {
     // placement than the row before it. Spinning rows do not halt a vCPU.
     let (spinning, sleeping): (Vec<Idle>, Vec<Idle>) =
         o.idle.iter().partition(|i| !matches!(i, Idle::Sleep));
-    for &i in &spinning {
-        v.push(latency_row(
+    let round_trip = |i: Idle| {
+        latency_row(
             &format!("round trip: {}", i.impl_name()),
             i.impl_name(),
             lat,
             move |p| rt::round_trip(i, p),
-        ));
-    }
+        )
+    };
+    v.extend(spinning.iter().map(|&i| round_trip(i)));
     v.push(latency_row(
         "round trip: crossbeam-channel",
         "crossbeam-channel",
@@ -234,14 +235,7 @@ fn rows(o: &PingpongOpts) -> Vec<Row> {
         lat,
         peers::std_mpsc,
     ));
-    for &i in &sleeping {
-        v.push(latency_row(
-            &format!("round trip: {}", i.impl_name()),
-            i.impl_name(),
-            lat,
-            move |p| rt::round_trip(i, p),
-        ));
-    }
+    v.extend(sleeping.iter().map(|&i| round_trip(i)));
     v.push(throughput_row(
         "throughput: rtrb",
         "rtrb",
