@@ -9,7 +9,7 @@
 //! over repetitions (p99 over all samples).
 
 use crate::record::Record;
-use manycore_sock::{set_client_config, Config, Listener, Namespace, SockAddr, Stream, WaitMode};
+use manycore_sock::{set_client_config, Config, ShmListener, Namespace, SockAddr, ShmStream, WaitMode};
 use std::io::{self, BufRead, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -171,7 +171,7 @@ impl Kind {
 
 /// A connected pair's local end plus whatever runs the other end.
 enum Conn {
-    Sock(Stream),
+    Sock(ShmStream),
     Unix(UnixStream),
     Tcp(TcpStream),
 }
@@ -262,7 +262,7 @@ fn setup(
     match kind {
         Kind::Sock(mode) => {
             let addr = ns.addr(port);
-            let l = Listener::bind_with(
+            let l = ShmListener::bind_with(
                 &addr,
                 Config {
                     wait_mode: mode_of(mode),
@@ -282,7 +282,7 @@ fn setup(
             } else {
                 let a = addr.clone();
                 Other::Thread(std::thread::spawn(move || {
-                    let s = Stream::connect_timeout(&a, IO_TIMEOUT)?;
+                    let s = ShmStream::connect_timeout(&a, IO_TIMEOUT)?;
                     s.set_wait_mode(mode_of(mode));
                     serve(Conn::Sock(s))
                 }))
@@ -447,7 +447,7 @@ fn table1(opts: &SockBenchOpts, ns: &Namespace, dir: &std::path::Path) -> io::Re
     let port = PORT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let addr = ns.addr(port);
     let server_buf = 8192;
-    let l = Listener::bind_with(
+    let l = ShmListener::bind_with(
         &addr,
         Config {
             buffer_size: server_buf,
@@ -484,7 +484,7 @@ fn table1(opts: &SockBenchOpts, ns: &Namespace, dir: &std::path::Path) -> io::Re
             }
             let a = addr.clone();
             let client = std::thread::spawn(move || -> io::Result<(f64, f64)> {
-                let mut s = Stream::connect_timeout(&a, IO_TIMEOUT)?;
+                let mut s = ShmStream::connect_timeout(&a, IO_TIMEOUT)?;
                 s.set_read_timeout(Some(IO_TIMEOUT))?;
                 pingpong(&mut s, msg, secs, reps)
             });
@@ -549,7 +549,7 @@ fn peer(args: &[String]) -> io::Result<()> {
     };
     match role {
         "sock-echo" | "sock-sink" => {
-            let s = Stream::connect_timeout(&sock_addr()?, IO_TIMEOUT)?;
+            let s = ShmStream::connect_timeout(&sock_addr()?, IO_TIMEOUT)?;
             s.set_wait_mode(mode_of(args.get(3).map(String::as_str).unwrap_or("")));
             let n: usize = arg(args, 4)?;
             if role == "sock-echo" {
@@ -585,7 +585,7 @@ fn peer(args: &[String]) -> io::Result<()> {
             for line in io::stdin().lock().lines() {
                 let want: usize = line?.trim().parse().unwrap_or(0);
                 while conns.len() < want {
-                    conns.push(Stream::connect_timeout(&addr, IO_TIMEOUT)?);
+                    conns.push(ShmStream::connect_timeout(&addr, IO_TIMEOUT)?);
                 }
             }
             Ok(())

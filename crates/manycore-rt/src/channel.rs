@@ -1,6 +1,6 @@
 //! Event channels (the cross-core invocation paper, section III.C; REFLEX
-//! event channels): a `Sink<E>` lives on one core and decides what an event
-//! does there; a `Channel<E>` is the `Clone + Send` global pointer to it, and
+//! event channels): a `EventSink<E>` lives on one core and decides what an event
+//! does there; a `EventChannel<E>` is the `Clone + Send` global pointer to it, and
 //! `emit` sends an event without knowing the reaction. Sinks come in three
 //! kinds: a handler closure, an async task woken per event, and a counting
 //! sink that fires once after n events (the collective helper of the paper).
@@ -17,13 +17,13 @@ use std::rc::Rc;
 use std::task::{Context, Poll, Waker};
 
 /// The receiving end of an event channel, living on one core.
-pub struct Sink<E> {
+pub struct EventSink<E> {
     handler: Box<dyn FnMut(E)>,
 }
 
-impl<E> std::fmt::Debug for Sink<E> {
+impl<E> std::fmt::Debug for EventSink<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Sink")
+        f.write_str("EventSink")
     }
 }
 
@@ -35,12 +35,12 @@ impl<E> std::fmt::Debug for Events<E> {
     }
 }
 
-/// A global pointer to a [`Sink`]: emit events to it from anywhere.
-pub struct Channel<E> {
-    sink: Remote<Sink<E>>,
+/// A global pointer to a [`EventSink`]: emit events to it from anywhere.
+pub struct EventChannel<E> {
+    sink: Remote<EventSink<E>>,
 }
 
-impl<E> Clone for Channel<E> {
+impl<E> Clone for EventChannel<E> {
     fn clone(&self) -> Self {
         Self {
             sink: self.sink.clone(),
@@ -48,13 +48,13 @@ impl<E> Clone for Channel<E> {
     }
 }
 
-impl<E> std::fmt::Debug for Channel<E> {
+impl<E> std::fmt::Debug for EventChannel<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Channel").field("sink", &self.sink).finish()
+        f.debug_struct("EventChannel").field("sink", &self.sink).finish()
     }
 }
 
-impl<E: Send + 'static> Channel<E> {
+impl<E: Send + 'static> EventChannel<E> {
     /// Sends an event to the sink, one-sided. Fails only if the runtime is
     /// shut down; an event for a closed sink is dropped on the sink's core.
     pub fn emit(&self, e: E) -> Result<(), InvokeError> {
@@ -122,15 +122,15 @@ impl Core {
     /// ch.emit(7).unwrap();
     /// assert_eq!(rx.recv().unwrap(), (1, 7));
     /// ```
-    pub fn sink<E, H>(&self, handler: H) -> Result<Channel<E>, InvokeError>
+    pub fn sink<E, H>(&self, handler: H) -> Result<EventChannel<E>, InvokeError>
     where
         E: Send + 'static,
         H: FnMut(E) + Send + 'static,
     {
-        let sink = self.place_with(move || Sink {
+        let sink = self.place_with(move || EventSink {
             handler: Box::new(handler) as Box<dyn FnMut(E)>,
         })?;
-        Ok(Channel { sink })
+        Ok(EventChannel { sink })
     }
 
     /// Registers a sink served by an async task on this core: `body` gets the
@@ -148,7 +148,7 @@ impl Core {
     /// for e in [1, 2, 3] { ch.emit(e).unwrap(); }
     /// assert_eq!(rx.recv().unwrap(), 6);
     /// ```
-    pub fn sink_task<E, F, Fut>(&self, body: F) -> Result<Channel<E>, InvokeError>
+    pub fn sink_task<E, F, Fut>(&self, body: F) -> Result<EventChannel<E>, InvokeError>
     where
         E: Send + 'static,
         F: FnOnce(Events<E>) -> Fut + Send + 'static,
@@ -165,7 +165,7 @@ impl Core {
                     l.exec.spawn(l, Box::pin(fut));
                 }
             });
-            Sink {
+            EventSink {
                 handler: Box::new(move |e: E| {
                     let w = {
                         let mut q = q.borrow_mut();
@@ -178,7 +178,7 @@ impl Core {
                 }) as Box<dyn FnMut(E)>,
             }
         })?;
-        Ok(Channel { sink })
+        Ok(EventChannel { sink })
     }
 
     /// A counting sink: collects `n` events, then calls `done` once with them
@@ -193,7 +193,7 @@ impl Core {
     /// ch.emit(2).unwrap();
     /// assert_eq!(rx.recv().unwrap(), vec![1, 2]);
     /// ```
-    pub fn counting_sink<E, D>(&self, n: usize, done: D) -> Result<Channel<E>, InvokeError>
+    pub fn counting_sink<E, D>(&self, n: usize, done: D) -> Result<EventChannel<E>, InvokeError>
     where
         E: Send + 'static,
         D: FnOnce(Vec<E>) + Send + 'static,

@@ -12,7 +12,7 @@ use crate::layout::{KIND_CLIENT, KIND_LISTENER};
 use crate::namespace::{Namespace, SockAddr};
 use crate::raw;
 use crate::region::Shm;
-use crate::stream::{Conn, PeerAddr, RxRing, Stream};
+use crate::stream::{Conn, PeerAddr, RxRing, ShmStream};
 use manycore_sync::atomic::Ordering;
 use manycore_sync::SpinBudget;
 use std::io;
@@ -95,7 +95,7 @@ fn hook() -> Option<&'static Hook> {
 }
 
 /// The connector's half of the handshake.
-pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<Stream> {
+pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<ShmStream> {
     let deadline = timeout.map(|t| Instant::now() + t);
     let ns: &Namespace = addr.namespace();
     let (sock, lpid) = ns.connect(addr.port())?;
@@ -232,7 +232,7 @@ fn abandon<T>(ep: &Endpoint, tx: Arc<TxSlot>, live: Liveness, e: io::Error) -> i
 /// What became of one pending connection.
 pub(crate) enum Served {
     /// Connected.
-    Done(Stream, PeerAddr),
+    Done(ShmStream, PeerAddr),
     /// The connector went away before or during the handshake (nothing to
     /// report: its queue slot is free again).
     Gone,

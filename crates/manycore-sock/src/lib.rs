@@ -2,7 +2,7 @@
 //! rckSock (C. Clauss, "A Lightweight and Resource-aware Socket Emulation
 //! Layer for the Intel SCC Processor").
 //!
-//! A [`Listener`] and [`Stream`]s shaped like `std::net`, between threads or
+//! A [`ShmListener`] and [`ShmStream`]s shaped like `std::net`, between threads or
 //! processes of one machine, with no system call on the data path:
 //!
 //! * every endpoint owns one buffer region (default 256 KiB, down to the
@@ -47,11 +47,11 @@
 //! # Example
 //!
 //! ```
-//! use manycore_sock::{Listener, Namespace, Stream};
+//! use manycore_sock::{ShmListener, Namespace, ShmStream};
 //! use std::io::{Read, Write};
 //!
 //! let addr = Namespace::private().addr(7);
-//! let listener = Listener::bind(&addr)?;
+//! let listener = ShmListener::bind(&addr)?;
 //! let t = std::thread::spawn(move || -> std::io::Result<()> {
 //!     let (mut s, _peer) = listener.accept()?;
 //!     let mut buf = [0u8; 5];
@@ -59,7 +59,7 @@
 //!     s.write_all(&buf)?; // echo
 //!     Ok(())
 //! });
-//! let mut c = Stream::connect(&addr)?;
+//! let mut c = ShmStream::connect(&addr)?;
 //! c.write_all(b"hello")?;
 //! let mut back = [0u8; 5];
 //! c.read_exact(&mut back)?;
@@ -98,8 +98,8 @@ pub use buddy::{BuddyAllocator, Grant};
 #[cfg(not(loom))]
 pub use config::{set_client_config, Config, WaitMode};
 #[cfg(not(loom))]
-pub use listener::{Incoming, Listener};
+pub use listener::{Incoming, ShmListener};
 #[cfg(not(loom))]
 pub use namespace::{Namespace, SockAddr};
 #[cfg(not(loom))]
-pub use stream::{PeerAddr, Stream};
+pub use stream::{PeerAddr, ShmStream};

@@ -1,4 +1,4 @@
-//! `Listener`: a bound rendezvous socket, its endpoint region, and `accept`,
+//! `ShmListener`: a bound rendezvous socket, its endpoint region, and `accept`,
 //! which takes connections from the kernel's queue, waits for each one's
 //! request (several at once: a slow or dead connector holds up nobody) and
 //! completes the handshake of `handshake.rs` (rckSock, Clauss, section 3.2).
@@ -9,7 +9,7 @@ use crate::handshake::{self, Served};
 use crate::layout::KIND_LISTENER;
 use crate::namespace::{Rendezvous, SockAddr};
 use crate::raw;
-use crate::stream::{lock, PeerAddr, Stream};
+use crate::stream::{lock, PeerAddr, ShmStream};
 use manycore_sync::SpinBudget;
 use std::fmt;
 use std::io;
@@ -32,7 +32,7 @@ struct Pending {
 }
 
 /// A listening endpoint, shaped like `std::net::TcpListener`.
-pub struct Listener {
+pub struct ShmListener {
     ep: Arc<Endpoint>,
     rv: Rendezvous,
     addr: SockAddr,
@@ -42,28 +42,28 @@ pub struct Listener {
     timeout: Mutex<Option<Duration>>,
 }
 
-impl fmt::Debug for Listener {
+impl fmt::Debug for ShmListener {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Listener")
+        f.debug_struct("ShmListener")
             .field("addr", &self.addr)
             .finish()
     }
 }
 
-impl Listener {
+impl ShmListener {
     /// Binds `addr` with the default [`Config`] (256 KiB buffer).
     /// `AddrInUse` if a live endpoint holds the port.
-    pub fn bind(addr: &SockAddr) -> io::Result<Listener> {
+    pub fn bind(addr: &SockAddr) -> io::Result<ShmListener> {
         Self::bind_with(addr, Config::default())
     }
 
     /// Binds `addr` with an explicit configuration.
-    pub fn bind_with(addr: &SockAddr, config: Config) -> io::Result<Listener> {
+    pub fn bind_with(addr: &SockAddr, config: Config) -> io::Result<ShmListener> {
         let ep = Endpoint::create(&format!("p{}", addr.port()), KIND_LISTENER, config.params())?;
         let rv = addr
             .namespace()
             .listen(addr.port(), config.backlog.max(1))?;
-        Ok(Listener {
+        Ok(ShmListener {
             ep,
             rv,
             addr: addr.clone(),
@@ -101,7 +101,7 @@ impl Listener {
     /// that fails validation is refused and reported as `InvalidData` (the
     /// listener stays usable); connectors that went away are skipped.
     /// Concurrent calls take turns.
-    pub fn accept(&self) -> io::Result<(Stream, PeerAddr)> {
+    pub fn accept(&self) -> io::Result<(ShmStream, PeerAddr)> {
         let nb = self.nonblocking.load(std::sync::atomic::Ordering::Relaxed);
         let deadline = if nb {
             Some(Instant::now())
@@ -178,14 +178,14 @@ impl Listener {
     }
 }
 
-/// Iterator over [`Listener::accept`] results; never ends.
+/// Iterator over [`ShmListener::accept`] results; never ends.
 #[derive(Debug)]
 pub struct Incoming<'a> {
-    l: &'a Listener,
+    l: &'a ShmListener,
 }
 
 impl Iterator for Incoming<'_> {
-    type Item = io::Result<Stream>;
+    type Item = io::Result<ShmStream>;
     fn next(&mut self) -> Option<Self::Item> {
         Some(self.l.accept().map(|(s, _)| s))
     }

@@ -1,4 +1,4 @@
-//! `Stream`: one rckSock connection, a pair of fragment rings, each in its
+//! `ShmStream`: one rckSock connection, a pair of fragment rings, each in its
 //! sender's buffer region (Clauss, Figure 4: chunks X and Y), with the
 //! spin-then-sleep doorbell protocol of `README.md`.
 
@@ -211,7 +211,7 @@ impl Conn {
         live: Liveness,
         peer_addr: PeerAddr,
         mode: WaitMode,
-    ) -> Stream {
+    ) -> ShmStream {
         let live = Arc::new(live);
         let _ = tx.live.set(live.clone());
         let conn = Conn {
@@ -236,7 +236,7 @@ impl Conn {
             rx_spin: std::sync::atomic::AtomicU32::new(u32::MAX),
             tx_spin: std::sync::atomic::AtomicU32::new(u32::MAX),
         };
-        Stream { c: Arc::new(conn) }
+        ShmStream { c: Arc::new(conn) }
     }
 
     /// Tells the peer which CPU we run on (its spin hint).
@@ -477,16 +477,16 @@ impl Drop for Conn {
 /// A connected socket over shared memory, shaped like `std::net::TcpStream`.
 ///
 /// Reads and writes may run on two threads at once (via
-/// [`try_clone`](Stream::try_clone)); concurrent readers (or writers) are
+/// [`try_clone`](ShmStream::try_clone)); concurrent readers (or writers) are
 /// serialised. Dropping the last clone closes the connection: the peer reads
 /// EOF once it has drained the data, and its writes fail with `BrokenPipe`.
-pub struct Stream {
+pub struct ShmStream {
     pub(crate) c: Arc<Conn>,
 }
 
-impl fmt::Debug for Stream {
+impl fmt::Debug for ShmStream {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Stream")
+        f.debug_struct("ShmStream")
             .field("local", &self.c.ep.shm.name)
             .field("peer", &self.c.peer_addr)
             .field("tx_chunk", &self.c.tx.alloc.load(Ordering::Relaxed))
@@ -494,14 +494,14 @@ impl fmt::Debug for Stream {
     }
 }
 
-impl Stream {
+impl ShmStream {
     /// Connects to a listener (waits until it accepts, refuses, or dies).
-    pub fn connect(addr: &crate::SockAddr) -> io::Result<Stream> {
+    pub fn connect(addr: &crate::SockAddr) -> io::Result<ShmStream> {
         crate::handshake::connect(addr, None)
     }
 
     /// Connects, giving up with `TimedOut` after `timeout`.
-    pub fn connect_timeout(addr: &crate::SockAddr, timeout: Duration) -> io::Result<Stream> {
+    pub fn connect_timeout(addr: &crate::SockAddr, timeout: Duration) -> io::Result<ShmStream> {
         crate::handshake::connect(addr, Some(timeout))
     }
 
@@ -511,8 +511,8 @@ impl Stream {
     }
 
     /// A second handle to the same connection (shares options and state).
-    pub fn try_clone(&self) -> io::Result<Stream> {
-        Ok(Stream { c: self.c.clone() })
+    pub fn try_clone(&self) -> io::Result<ShmStream> {
+        Ok(ShmStream { c: self.c.clone() })
     }
 
     /// Shuts down reading, writing, or both (the peer sees EOF after a write
@@ -584,19 +584,19 @@ fn check_timeout(t: Option<Duration>) -> io::Result<()> {
     Ok(())
 }
 
-impl Read for Stream {
+impl Read for ShmStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.c.read(buf)
     }
 }
 
-impl Read for &Stream {
+impl Read for &ShmStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.c.read(buf)
     }
 }
 
-impl Write for Stream {
+impl Write for ShmStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.c.write(buf)
     }
@@ -605,7 +605,7 @@ impl Write for Stream {
     }
 }
 
-impl Write for &Stream {
+impl Write for &ShmStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.c.write(buf)
     }

@@ -6,7 +6,7 @@
 //! the connectors.
 mod common;
 use common::*;
-use manycore_sock::{Config, Listener, Stream};
+use manycore_sock::{Config, ShmListener, ShmStream};
 use std::io::ErrorKind;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -22,7 +22,7 @@ fn peer() {
         return;
     };
     assert_eq!(role, "connect");
-    let code = match Stream::connect_timeout(&ns.addr(PORT), Duration::from_secs(30)) {
+    let code = match ShmStream::connect_timeout(&ns.addr(PORT), Duration::from_secs(30)) {
         Ok(_) => 0,
         Err(e) if e.kind() == ErrorKind::ConnectionRefused => 2,
         Err(e) => {
@@ -41,8 +41,8 @@ fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
-fn listener(ns: &TestNs) -> Listener {
-    Listener::bind_with(
+fn listener(ns: &TestNs) -> ShmListener {
+    ShmListener::bind_with(
         &ns.ns.addr(PORT),
         Config {
             backlog: BACKLOG,
@@ -69,7 +69,7 @@ fn kill_in_window(ns: &TestNs, before_kill: impl FnOnce()) {
 
 /// `BACKLOG` connectors that all send their requests before we accept any;
 /// then each is accepted. None may be refused.
-fn full_backlog_accepted(ns: &TestNs, l: &Listener) {
+fn full_backlog_accepted(ns: &TestNs, l: &ShmListener) {
     let posted = ns.dir.join("posted");
     std::fs::create_dir(&posted).unwrap();
     let hook = format!("posted={}", posted.display());

@@ -2,7 +2,7 @@
 //! (`MANYCORE_SOCK_ROLE` selects the peer's part in `peer`).
 mod common;
 use common::*;
-use manycore_sock::{set_client_config, Config, Listener, Stream};
+use manycore_sock::{set_client_config, Config, ShmListener, ShmStream};
 use std::io::{ErrorKind, Read, Write};
 use std::time::{Duration, Instant};
 
@@ -17,7 +17,7 @@ fn peer() {
     let addr = ns.addr(PORT);
     match role.as_str() {
         "echo" => {
-            let mut s = Stream::connect(&addr).unwrap();
+            let mut s = ShmStream::connect(&addr).unwrap();
             let mut buf = vec![0u8; 65536];
             loop {
                 let n = s.read(&mut buf).unwrap();
@@ -33,7 +33,7 @@ fn peer() {
                 buffer_size: 8192,
                 ..Config::default()
             });
-            let s = Stream::connect(&addr).unwrap();
+            let s = ShmStream::connect(&addr).unwrap();
             let total: usize = std::env::var("TOTAL").unwrap().parse().unwrap();
             let data = pattern(2, total);
             let s2 = s.try_clone().unwrap();
@@ -43,7 +43,7 @@ fn peer() {
                     (&s2).write_all(c).unwrap();
                     // Split and merge our own (client) buffer mid-stream.
                     if i % 4 == 1 && extra.len() < 6 {
-                        extra.push(Stream::connect(&ns.addr(PORT + 1)).unwrap());
+                        extra.push(ShmStream::connect(&ns.addr(PORT + 1)).unwrap());
                     } else if i % 4 == 3 {
                         extra.clear();
                     }
@@ -57,7 +57,7 @@ fn peer() {
             assert_eq!(checksum(&got), checksum(&pattern(1, total)));
         }
         "stream-forever" => {
-            let mut s = Stream::connect(&addr).unwrap();
+            let mut s = ShmStream::connect(&addr).unwrap();
             let buf = vec![5u8; 4096];
             loop {
                 if s.write_all(&buf).is_err() {
@@ -66,28 +66,28 @@ fn peer() {
             }
         }
         "read-forever" => {
-            let mut s = Stream::connect(&addr).unwrap();
+            let mut s = ShmStream::connect(&addr).unwrap();
             let mut buf = vec![0u8; 4096];
             while s.read(&mut buf).map(|n| n > 0).unwrap_or(false) {}
         }
         "serve-stream" => {
-            let l = Listener::bind(&addr).unwrap();
+            let l = ShmListener::bind(&addr).unwrap();
             println!("bound");
             let (mut s, _) = l.accept().unwrap();
             let buf = vec![6u8; 4096];
             while s.write_all(&buf).is_ok() {}
         }
         "accept-only" => {
-            let l = Listener::bind(&addr).unwrap();
+            let l = ShmListener::bind(&addr).unwrap();
             let _ = l.accept();
             std::thread::sleep(Duration::from_secs(60));
         }
         "bind-and-sleep" => {
-            let _l = Listener::bind(&addr).unwrap();
+            let _l = ShmListener::bind(&addr).unwrap();
             std::thread::sleep(Duration::from_secs(60));
         }
         "connect-loop" => loop {
-            if let Ok(s) = Stream::connect_timeout(&addr, Duration::from_millis(100)) {
+            if let Ok(s) = ShmStream::connect_timeout(&addr, Duration::from_millis(100)) {
                 drop(s);
             }
         },
@@ -107,7 +107,7 @@ fn wait_for_file(ns: &TestNs, name: &str) {
 #[test]
 fn echo_across_processes() {
     let ns = TestNs::new();
-    let l = Listener::bind(&ns.ns.addr(PORT)).unwrap();
+    let l = ShmListener::bind(&ns.ns.addr(PORT)).unwrap();
     let mut child = spawn("peer", "echo", &ns, &[]);
     let (mut s, peer) = l.accept().unwrap();
     assert_eq!(peer.pid, child.id());
@@ -129,7 +129,7 @@ fn echo_across_processes() {
 fn chunk_changes_both_directions() {
     let ns = TestNs::new();
     let total = 600_000;
-    let l = Listener::bind_with(
+    let l = ShmListener::bind_with(
         &ns.ns.addr(PORT),
         Config {
             buffer_size: 8192,
@@ -138,7 +138,7 @@ fn chunk_changes_both_directions() {
     )
     .unwrap();
     // A second listener the child connects to, to split its own buffer.
-    let l2 = Listener::bind(&ns.ns.addr(PORT + 1)).unwrap();
+    let l2 = ShmListener::bind(&ns.ns.addr(PORT + 1)).unwrap();
     let side = std::thread::spawn(move || {
         let mut v = Vec::new();
         l2.set_accept_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -167,7 +167,7 @@ fn chunk_changes_both_directions() {
             chunks_seen.insert(s2.send_chunk());
             if i % 4 == 1 && extra.len() < 6 {
                 let a = addr.clone();
-                let t = std::thread::spawn(move || Stream::connect(&a).unwrap());
+                let t = std::thread::spawn(move || ShmStream::connect(&a).unwrap());
                 let (acc, _) = l3.accept().unwrap();
                 extra.push((acc, t.join().unwrap()));
             } else if i % 4 == 3 {
@@ -199,7 +199,7 @@ fn kill_and_time(child: &mut std::process::Child) -> Instant {
 #[test]
 fn sigkill_writer_mid_transfer() {
     let ns = TestNs::new();
-    let l = Listener::bind(&ns.ns.addr(PORT)).unwrap();
+    let l = ShmListener::bind(&ns.ns.addr(PORT)).unwrap();
     let mut child = spawn("peer", "stream-forever", &ns, &[]);
     let (mut s, _) = l.accept().unwrap();
     let mut buf = vec![0u8; 8192];
@@ -220,7 +220,7 @@ fn sigkill_writer_mid_transfer() {
     drop(s);
     // Its space merged back: the next connection gets the whole buffer.
     let a = ns.ns.addr(PORT);
-    let th = std::thread::spawn(move || Stream::connect(&a).unwrap());
+    let th = std::thread::spawn(move || ShmStream::connect(&a).unwrap());
     let (s2, _) = l.accept().unwrap();
     let _c = th.join().unwrap();
     assert_eq!(s2.send_chunk(), 256 << 10);
@@ -229,7 +229,7 @@ fn sigkill_writer_mid_transfer() {
 #[test]
 fn sigkill_reader_mid_transfer() {
     let ns = TestNs::new();
-    let l = Listener::bind(&ns.ns.addr(PORT)).unwrap();
+    let l = ShmListener::bind(&ns.ns.addr(PORT)).unwrap();
     let mut child = spawn("peer", "read-forever", &ns, &[]);
     let (mut s, _) = l.accept().unwrap();
     let buf = vec![1u8; 8192];
@@ -252,7 +252,7 @@ fn sigkill_server_mid_transfer() {
     let mut child = spawn("peer", "serve-stream", &ns, &[]);
     wait_for_file(&ns, &format!("p{PORT}"));
     let mut s = loop {
-        match Stream::connect(&ns.ns.addr(PORT)) {
+        match ShmStream::connect(&ns.ns.addr(PORT)) {
             Ok(s) => break s,
             Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
                 std::thread::sleep(Duration::from_millis(5))
@@ -285,9 +285,9 @@ fn sigkill_during_accept_and_connect() {
     wait_for_file(&ns, &format!("p{PORT}"));
     std::thread::sleep(Duration::from_millis(50));
     kill9(&mut child);
-    let e = Stream::connect_timeout(&ns.ns.addr(PORT), Duration::from_secs(5)).unwrap_err();
+    let e = ShmStream::connect_timeout(&ns.ns.addr(PORT), Duration::from_secs(5)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ConnectionRefused);
-    let l = Listener::bind(&ns.ns.addr(PORT)).unwrap();
+    let l = ShmListener::bind(&ns.ns.addr(PORT)).unwrap();
 
     // A connector killed again and again mid-connect: the listener carries on.
     let mut child = spawn("peer", "connect-loop", &ns, &[]);
@@ -309,7 +309,7 @@ fn sigkill_during_accept_and_connect() {
     while l.accept().is_ok() {}
     l.set_nonblocking(false).unwrap();
     let a = ns.ns.addr(PORT);
-    let th = std::thread::spawn(move || Stream::connect(&a));
+    let th = std::thread::spawn(move || ShmStream::connect(&a));
     let mut ok = false;
     l.set_accept_timeout(Some(Duration::from_secs(5))).unwrap();
     for _ in 0..10 {
@@ -330,11 +330,11 @@ fn stale_port_file_and_live_owner() {
     std::thread::sleep(Duration::from_millis(50));
     // Held by a live process.
     assert_eq!(
-        Listener::bind(&ns.ns.addr(PORT)).unwrap_err().kind(),
+        ShmListener::bind(&ns.ns.addr(PORT)).unwrap_err().kind(),
         ErrorKind::AddrInUse
     );
     kill9(&mut child);
     // Its file is stale now.
     assert!(ns.dir.join(format!("p{PORT}")).exists());
-    let _l = Listener::bind(&ns.ns.addr(PORT)).unwrap();
+    let _l = ShmListener::bind(&ns.ns.addr(PORT)).unwrap();
 }

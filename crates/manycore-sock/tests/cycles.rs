@@ -1,7 +1,7 @@
 //! 10,000 connect/close cycles leak no file descriptors, mappings or files.
 mod common;
 use common::*;
-use manycore_sock::{Listener, Namespace, Stream};
+use manycore_sock::{ShmListener, Namespace, ShmStream};
 use std::io::{Read, Write};
 
 /// The two tests count process-wide fds and mappings: never run them at once.
@@ -20,7 +20,7 @@ fn count_maps() -> usize {
 
 fn cycles(ns: &Namespace, n: usize) {
     let addr = ns.addr(3);
-    let l = Listener::bind(&addr).unwrap();
+    let l = ShmListener::bind(&addr).unwrap();
     let server = std::thread::spawn(move || {
         for _ in 0..n {
             let (mut s, _) = l.accept().unwrap();
@@ -30,7 +30,7 @@ fn cycles(ns: &Namespace, n: usize) {
         }
     });
     for i in 0..n {
-        let mut c = Stream::connect(&addr).unwrap();
+        let mut c = ShmStream::connect(&addr).unwrap();
         c.write_all(&(i as u32).to_le_bytes()).unwrap();
         let mut b = [0u8; 4];
         c.read_exact(&mut b).unwrap();

@@ -18,7 +18,7 @@
 //! acceptance run uses 10).
 mod common;
 use common::*;
-use manycore_sock::{Listener, Stream};
+use manycore_sock::{ShmListener, ShmStream};
 use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -79,14 +79,14 @@ fn peer() {
 }
 
 fn scribble(addr: &manycore_sock::SockAddr, data_only: bool) {
-    let _first = Stream::connect(addr).unwrap();
+    let _first = ShmStream::connect(addr).unwrap();
     let a2 = addr.clone();
     // Connections stay open: a normal close would (rightly) give the
     // survivor EOF or BrokenPipe.
     std::thread::spawn(move || {
         let mut keep = Vec::new();
         loop {
-            if let Ok(mut s) = Stream::connect_timeout(&a2, Duration::from_millis(50)) {
+            if let Ok(mut s) = ShmStream::connect_timeout(&a2, Duration::from_millis(50)) {
                 let _ = s.write(&[1u8; 300]);
                 keep.push(s);
             }
@@ -149,7 +149,7 @@ fn scribble(addr: &manycore_sock::SockAddr, data_only: bool) {
 fn shrink(addr: &manycore_sock::SockAddr) {
     let a2 = addr.clone();
     std::thread::spawn(move || loop {
-        let Ok(s) = Stream::connect_timeout(&a2, Duration::from_millis(100)) else {
+        let Ok(s) = ShmStream::connect_timeout(&a2, Duration::from_millis(100)) else {
             continue;
         };
         let s2 = s.try_clone().unwrap();
@@ -473,7 +473,7 @@ fn random_bytes_over_ring_data() {
 
 fn survive(role: &str) {
     let ns = TestNs::new();
-    let l = Listener::bind(&ns.ns.addr(PORT)).unwrap();
+    let l = ShmListener::bind(&ns.ns.addr(PORT)).unwrap();
     let mut child = spawn("peer", role, &ns, &[]);
     l.set_accept_timeout(Some(Duration::from_secs(30))).unwrap();
     let (first, _) = l.accept().unwrap();
@@ -491,7 +491,7 @@ fn survive(role: &str) {
         let (mut bad, mut good) = (0u64, 0u64);
         let mut keep = Vec::new();
         while Instant::now() < end {
-            match Stream::connect_timeout(&a2, Duration::from_millis(20)) {
+            match ShmStream::connect_timeout(&a2, Duration::from_millis(20)) {
                 Ok(s) => {
                     good += 1;
                     s.set_write_timeout(Some(Duration::from_millis(5))).unwrap();
@@ -558,7 +558,7 @@ fn survive(role: &str) {
 #[test]
 fn shrinking_peer_cannot_fault_us() {
     let ns = TestNs::new();
-    let l = Listener::bind(&ns.ns.addr(PORT)).unwrap();
+    let l = ShmListener::bind(&ns.ns.addr(PORT)).unwrap();
     let mut child = Guard(spawn("peer", "shrinker", &ns, &[]));
     l.set_accept_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut streams = vec![l.accept().unwrap().0];
@@ -603,7 +603,7 @@ fn shrinking_peer_cannot_fault_us() {
 #[test]
 fn forged_requests_are_refused() {
     let ns = TestNs::new();
-    let l = Listener::bind(&ns.ns.addr(PORT)).unwrap();
+    let l = ShmListener::bind(&ns.ns.addr(PORT)).unwrap();
     let mut child = Guard(spawn("peer", "forger", &ns, &[]));
     l.set_accept_timeout(Some(Duration::from_millis(200)))
         .unwrap();
@@ -629,7 +629,7 @@ fn forged_requests_are_refused() {
     assert_eq!(invalid, 11, "every forgery reported");
     // Still usable.
     let a = ns.ns.addr(PORT);
-    let th = std::thread::spawn(move || Stream::connect(&a).map(drop));
+    let th = std::thread::spawn(move || ShmStream::connect(&a).map(drop));
     l.set_accept_timeout(Some(Duration::from_secs(30))).unwrap();
     l.accept().unwrap();
     th.join().unwrap().unwrap();
@@ -648,7 +648,7 @@ fn evil_listener_replies_are_refused() {
     let mut n = 0;
     let t = Instant::now();
     while n < 8 {
-        match Stream::connect_timeout(&addr, Duration::from_secs(10)) {
+        match ShmStream::connect_timeout(&addr, Duration::from_secs(10)) {
             Ok(s) => panic!("connected to an evil listener: {s:?}"),
             Err(e) if e.kind() == ErrorKind::InvalidData => n += 1,
             Err(e) if e.kind() == ErrorKind::ConnectionRefused => {

@@ -5,16 +5,16 @@
 //! refused.
 mod common;
 use common::*;
-use manycore_sock::{Listener, Stream};
+use manycore_sock::{ShmListener, ShmStream};
 use std::io::ErrorKind;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 
 #[test]
 fn files_are_private() {
     let ns = TestNs::new();
-    let l = Listener::bind(&ns.ns.addr(1)).unwrap();
+    let l = ShmListener::bind(&ns.ns.addr(1)).unwrap();
     let a = ns.ns.addr(1);
-    let t = std::thread::spawn(move || Stream::connect(&a).unwrap());
+    let t = std::thread::spawn(move || ShmStream::connect(&a).unwrap());
     let (_s, _) = l.accept().unwrap();
     let _c = t.join().unwrap();
     let dmode = std::fs::metadata(&ns.dir).unwrap().mode() & 0o777;
@@ -43,22 +43,22 @@ fn unsafe_free_uid() -> u32 {
 #[test]
 fn name_taken_by_a_stranger_is_refused() {
     let ns = TestNs::new();
-    let _l = Listener::bind(&ns.ns.addr(2)).unwrap();
+    let _l = ShmListener::bind(&ns.ns.addr(2)).unwrap();
     drop(_l);
     // Something else, not ours to replace, sits on the name.
     std::fs::write(ns.dir.join("p2"), b"not a region").unwrap();
     assert_eq!(
-        Listener::bind(&ns.ns.addr(2)).unwrap_err().kind(),
+        ShmListener::bind(&ns.ns.addr(2)).unwrap_err().kind(),
         ErrorKind::AddrInUse
     );
     if unsafe_free_uid() == 0 {
         // As root we can also make it belong to another user.
         std::os::unix::fs::chown(ns.dir.join("p2"), Some(12345), None).unwrap();
         assert_eq!(
-            Listener::bind(&ns.ns.addr(2)).unwrap_err().kind(),
+            ShmListener::bind(&ns.ns.addr(2)).unwrap_err().kind(),
             ErrorKind::AddrInUse
         );
-        let e = Stream::connect(&ns.ns.addr(2)).unwrap_err();
+        let e = ShmStream::connect(&ns.ns.addr(2)).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::PermissionDenied);
     }
 }
@@ -69,7 +69,7 @@ fn open_directory_is_refused() {
     std::fs::create_dir(&ns.dir).unwrap();
     std::fs::set_permissions(&ns.dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     assert_eq!(
-        Listener::bind(&ns.ns.addr(1)).unwrap_err().kind(),
+        ShmListener::bind(&ns.ns.addr(1)).unwrap_err().kind(),
         ErrorKind::PermissionDenied
     );
 }
@@ -77,33 +77,33 @@ fn open_directory_is_refused() {
 #[test]
 fn live_names_are_exclusive_and_dead_ones_replaced() {
     let ns = TestNs::new();
-    let l = Listener::bind(&ns.ns.addr(4)).unwrap();
+    let l = ShmListener::bind(&ns.ns.addr(4)).unwrap();
     assert_eq!(
-        Listener::bind(&ns.ns.addr(4)).unwrap_err().kind(),
+        ShmListener::bind(&ns.ns.addr(4)).unwrap_err().kind(),
         ErrorKind::AddrInUse
     );
     drop(l);
     // A socket file nobody listens on any more (std does not unlink it).
     drop(std::os::unix::net::UnixListener::bind(ns.dir.join("p5")).unwrap());
     assert_eq!(
-        Stream::connect(&ns.ns.addr(5)).unwrap_err().kind(),
+        ShmStream::connect(&ns.ns.addr(5)).unwrap_err().kind(),
         ErrorKind::ConnectionRefused
     );
-    let l5 = Listener::bind(&ns.ns.addr(5)).unwrap();
+    let l5 = ShmListener::bind(&ns.ns.addr(5)).unwrap();
     let m = std::fs::symlink_metadata(ns.dir.join("p5")).unwrap();
     assert_eq!(m.mode() & 0o777, 0o600, "the replacement is ours, 0600");
     let a = ns.ns.addr(5);
-    let t = std::thread::spawn(move || Stream::connect(&a).map(drop));
+    let t = std::thread::spawn(move || ShmStream::connect(&a).map(drop));
     l5.accept().unwrap();
     t.join().unwrap().unwrap();
     // A symlink is never followed nor replaced.
     std::os::unix::fs::symlink("/dev/null", ns.dir.join("p6")).unwrap();
     assert_eq!(
-        Listener::bind(&ns.ns.addr(6)).unwrap_err().kind(),
+        ShmListener::bind(&ns.ns.addr(6)).unwrap_err().kind(),
         ErrorKind::AddrInUse
     );
     assert_eq!(
-        Stream::connect(&ns.ns.addr(6)).unwrap_err().kind(),
+        ShmStream::connect(&ns.ns.addr(6)).unwrap_err().kind(),
         ErrorKind::ConnectionRefused
     );
     let left: Vec<_> = std::fs::read_dir(&ns.dir)

@@ -1,5 +1,5 @@
 //! Public-API smoke tests: echo, EOF, shutdown, timeouts, errors, chunk changes.
-use manycore_sock::{Config, Listener, Namespace, Stream, WaitMode};
+use manycore_sock::{Config, ShmListener, Namespace, ShmStream, WaitMode};
 use std::io::{ErrorKind, Read, Write};
 use std::net::Shutdown;
 use std::time::Duration;
@@ -13,7 +13,7 @@ fn checksum(b: &[u8]) -> u64 {
 #[test]
 fn echo_private() {
     let addr = Namespace::private().addr(1);
-    let l = Listener::bind(&addr).unwrap();
+    let l = ShmListener::bind(&addr).unwrap();
     let t = std::thread::spawn(move || {
         let (mut s, _) = l.accept().unwrap();
         let mut buf = vec![0u8; 4096];
@@ -25,7 +25,7 @@ fn echo_private() {
             s.write_all(&buf[..n]).unwrap();
         }
     });
-    let mut c = Stream::connect(&addr).unwrap();
+    let mut c = ShmStream::connect(&addr).unwrap();
     for size in [1usize, 7, 64, 1000, 70_000, 300_000] {
         let data: Vec<u8> = (0..size).map(|i| (i * 31 + size) as u8).collect();
         let c2 = c.try_clone().unwrap();
@@ -46,29 +46,29 @@ fn echo_private() {
 #[test]
 fn refused_and_in_use() {
     let ns = Namespace::private();
-    let e = Stream::connect(&ns.addr(9)).unwrap_err();
+    let e = ShmStream::connect(&ns.addr(9)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::ConnectionRefused);
-    let l = Listener::bind(&ns.addr(9)).unwrap();
+    let l = ShmListener::bind(&ns.addr(9)).unwrap();
     assert_eq!(
-        Listener::bind(&ns.addr(9)).unwrap_err().kind(),
+        ShmListener::bind(&ns.addr(9)).unwrap_err().kind(),
         ErrorKind::AddrInUse
     );
     drop(l);
-    let _l2 = Listener::bind(&ns.addr(9)).unwrap();
+    let _l2 = ShmListener::bind(&ns.addr(9)).unwrap();
 }
 
 #[test]
 fn timeouts_and_nonblocking() {
     let ns = Namespace::private();
-    let l = Listener::bind(&ns.addr(2)).unwrap();
+    let l = ShmListener::bind(&ns.addr(2)).unwrap();
     l.set_nonblocking(true).unwrap();
     assert_eq!(l.accept().unwrap_err().kind(), ErrorKind::WouldBlock);
     // Nobody accepts: connect times out.
-    let e = Stream::connect_timeout(&ns.addr(2), Duration::from_millis(30)).unwrap_err();
+    let e = ShmStream::connect_timeout(&ns.addr(2), Duration::from_millis(30)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::TimedOut);
     l.set_nonblocking(false).unwrap();
     let addr = ns.addr(2);
-    let t = std::thread::spawn(move || Stream::connect(&addr).unwrap());
+    let t = std::thread::spawn(move || ShmStream::connect(&addr).unwrap());
     let (s, _) = l.accept().unwrap();
     let c = t.join().unwrap();
     s.set_read_timeout(Some(Duration::from_millis(30))).unwrap();
@@ -86,7 +86,7 @@ fn timeouts_and_nonblocking() {
 fn wait_modes_ping_pong() {
     for mode in [WaitMode::Spin, WaitMode::Sleep, WaitMode::default()] {
         let addr = Namespace::private().addr(3);
-        let l = Listener::bind_with(
+        let l = ShmListener::bind_with(
             &addr,
             Config {
                 wait_mode: mode,
@@ -102,7 +102,7 @@ fn wait_modes_ping_pong() {
                 s.write_all(&b).unwrap();
             }
         });
-        let mut c = Stream::connect(&addr).unwrap();
+        let mut c = ShmStream::connect(&addr).unwrap();
         c.set_wait_mode(mode);
         let mut b = [7u8; 64];
         for i in 0..200 {
@@ -123,14 +123,14 @@ fn buddy_split_and_merge_mid_stream() {
         buffer_size: 8192,
         ..Config::default()
     };
-    let l = Listener::bind_with(&addr, cfg).unwrap();
+    let l = ShmListener::bind_with(&addr, cfg).unwrap();
     let a2 = addr.clone();
     let t = std::thread::spawn(move || {
         let mut conns = Vec::new();
         for s in l.incoming().take(6) {
             conns.push(s.unwrap());
         }
-        // Stream 100 KB on the first connection from the server side, while
+        // ShmStream 100 KB on the first connection from the server side, while
         // the other connections come and go.
         let mut first = conns.remove(0);
         let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
@@ -140,8 +140,8 @@ fn buddy_split_and_merge_mid_stream() {
         first.write_all(&data).unwrap();
         (chunk_after, first.send_chunk())
     });
-    let mut c = Stream::connect(&a2).unwrap();
-    let others: Vec<_> = (0..5).map(|_| Stream::connect(&a2).unwrap()).collect();
+    let mut c = ShmStream::connect(&a2).unwrap();
+    let others: Vec<_> = (0..5).map(|_| ShmStream::connect(&a2).unwrap()).collect();
     let mut got = vec![0u8; 200_000];
     c.read_exact(&mut got[..50_000]).unwrap();
     drop(others);

@@ -20,7 +20,7 @@
 //! so the futex wait cannot sleep on the old key), or the waiter's re-check
 //! sees the event. No wakeup is lost; `tests/loom_event_count.rs` checks it.
 //!
-//! # Scopes
+//! # Sharing
 //!
 //! `EventCount<Private>` (the default) uses `FUTEX_PRIVATE_FLAG`.
 //! [`SharedEventCount`] (`EventCount<Shared>`) omits it, so it works in memory
@@ -35,7 +35,7 @@ use std::marker::PhantomData;
 use std::time::Duration;
 
 /// Whether an [`EventCount`] is used by one process or several.
-pub trait Scope: Send + Sync + 'static + sealed::Sealed {
+pub trait Sharing: Send + Sync + 'static + sealed::Sealed {
     /// True for process-private futexes.
     const PRIVATE: bool;
 }
@@ -43,18 +43,18 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Process-private scope (the default).
+/// Process-private sharing (the default).
 #[derive(Debug)]
 pub enum Private {}
-/// Process-shared scope: for memory mapped by several processes.
+/// Process-shared sharing: for memory mapped by several processes.
 #[derive(Debug)]
 pub enum Shared {}
 impl sealed::Sealed for Private {}
 impl sealed::Sealed for Shared {}
-impl Scope for Private {
+impl Sharing for Private {
     const PRIVATE: bool = true;
 }
-impl Scope for Shared {
+impl Sharing for Shared {
     const PRIVATE: bool = false;
 }
 
@@ -68,7 +68,7 @@ pub struct WaitKey(u32);
 
 /// A futex doorbell: see the module docs for the protocol.
 #[repr(C)]
-pub struct EventCount<S: Scope = Private> {
+pub struct EventCount<S: Sharing = Private> {
     epoch: AtomicU32,
     waiters: AtomicU32,
     #[cfg(loom)]
@@ -81,13 +81,13 @@ const _: () = assert!(std::mem::size_of::<EventCount<Shared>>() == 8);
 #[cfg(not(loom))]
 const _: () = assert!(std::mem::align_of::<EventCount<Shared>>() == 4);
 
-impl<S: Scope> Default for EventCount<S> {
+impl<S: Sharing> Default for EventCount<S> {
     fn default() -> Self {
         Self::make()
     }
 }
 
-impl<S: Scope> fmt::Debug for EventCount<S> {
+impl<S: Sharing> fmt::Debug for EventCount<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EventCount")
             .field("epoch", &self.epoch.load(Ordering::Relaxed))
@@ -124,7 +124,7 @@ impl EventCount<Shared> {
     }
 }
 
-impl<S: Scope> EventCount<S> {
+impl<S: Sharing> EventCount<S> {
     #[cfg(not(loom))]
     const fn make() -> Self {
         Self {

@@ -43,7 +43,7 @@
 //!
 //! The rest of the cross-core invocation model is here too:
 //! [`Remote`] (global object pointers, RMI), [`Group`] (ateach / reduce /
-//! gather over multicast trees), [`Channel`] and [`Sink`] (event channels),
+//! gather over multicast trees), [`EventChannel`] and [`EventSink`] (event channels),
 //! timeouts on any [`Invocation`] and [`sleep`], coroutines
 //! ([`Core::spawn_coroutine`], [`block_on`]), and per-core schedulers
 //! ([`Scheduler`]: FIFO, priority, EDF; [`Core::call_urgent`],
@@ -62,9 +62,9 @@
 pub struct ReadmeDoctests;
 
 pub use manycore_rt::{
-    block_on, current, poll_once, preempt_point, sleep, sleep_until, Builder, Channel, Core,
+    block_on, current, poll_once, preempt_point, sleep, sleep_until, Builder, EventChannel, Core,
     CoreStats, Deadline, Error, Events, Group, IdleHook, IdlePolicy, Invocation, InvokeError,
-    Priority, Remote, Runtime, Scheduler, Sink, Sleep, TaskAttrs, Topology,
+    Priority, Remote, Runtime, Scheduler, EventSink, Sleep, TaskAttrs, Topology,
     DEFAULT_COROUTINE_STACK, INLINE_CLOSURE_BYTES,
 };
 
