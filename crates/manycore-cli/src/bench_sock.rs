@@ -9,7 +9,9 @@
 //! over repetitions (p99 over all samples).
 
 use crate::record::Record;
-use manycore_sock::{set_client_config, Config, ShmListener, Namespace, SockAddr, ShmStream, WaitMode};
+use manycore_sock::{
+    set_client_config, Config, Namespace, ShmListener, ShmStream, SockAddr, WaitMode,
+};
 use std::io::{self, BufRead, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};

@@ -43,46 +43,78 @@
 //!
 //! The rest of the cross-core invocation model is here too:
 //! [`Remote`] (global object pointers, RMI), [`Group`] (ateach / reduce /
-//! gather over multicast trees), [`EventChannel`] and [`EventSink`] (event channels),
-//! timeouts on any [`Invocation`] and [`sleep`], coroutines
+//! gather over multicast trees), [`EventChannel`] and [`EventSink`] (event
+//! channels), timeouts on any [`Invocation`] and [`sleep`], coroutines
 //! ([`Core::spawn_coroutine`], [`block_on`]), and per-core schedulers
 //! ([`Scheduler`]: FIFO, priority, EDF; [`Core::call_urgent`],
 //! [`preempt_point`]). `examples/` holds one program per paper section:
-//! `rpc`, `rmi`, `channels`, `collectives`, `futures`.
+//! `rpc`, `rmi`, `channels`, `collectives`, `futures`, and `fork_join`.
 //!
-//! Fork-join ([`join`], [`scope`], [`steal`]) and shared-memory sockets
-//! ([`sock`]) are here too.
+//! # Where things live
 //!
-//! The crates underneath are re-exported as modules: [`sync`] (atomics
-//! facade, `EventCount`, CPU sets), [`ring`] (the SPSC ring of cache-line
-//! slots).
+//! The crate root holds the runtime: cores, invocations, objects, groups,
+//! event channels, timers. The other mechanisms are modules, the way `std`
+//! keeps `std::thread` and `std::net` apart:
+//!
+//! * [`steal`]: fork-join on the stack, stolen only on demand (MuSE):
+//!   [`steal::join`], [`steal::scope`], the context form [`steal::with_ctx`],
+//!   [`steal::ThreadPool`], and [`steal::StealExt::install`] to run a
+//!   fork-join computation on a runtime's cores.
+//! * [`sock`]: sockets in the shape of `std::net` over shared memory
+//!   (rckSock): [`sock::ShmListener`], [`sock::ShmStream`].
+//! * [`sync`] (the atomics facade, `EventCount`, CPU sets) and [`ring`] (the
+//!   SPSC ring of cache-line slots) are the layers underneath.
+//!
+//! Names follow `std` and do not collide with what users import beside them:
+//! the event-channel types are `EventChannel`/`EventSink` (not `Sink`, which
+//! is `futures::Sink`), the socket types `ShmStream`/`ShmListener` (as
+//! `UnixStream`/`UnixListener`; `Stream` is `futures::Stream`), and the
+//! fork-join `Scope` is `steal::Scope` (as `std::thread::Scope`), so nothing
+//! is exported twice.
+//!
+//! # Fork-join on a runtime's cores
+//!
+//! ```
+//! use manycore::steal::{join, StealExt};
+//! use manycore::Runtime;
+//!
+//! fn fib(n: u64) -> u64 {
+//!     if n < 2 {
+//!         return n;
+//!     }
+//!     let (a, b) = join(|| fib(n - 1), || fib(n - 2));
+//!     a + b
+//! }
+//!
+//! let rt = Runtime::builder().cores(2).build()?;
+//! // The cores steal from each other only when one of them is idle.
+//! assert_eq!(rt.install(|| fib(25)), 75025);
+//! rt.shutdown();
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The papers each module follows are listed, with what each became, in
+//! `docs/papers.md` at the root of the repository.
 
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
 
 pub use manycore_rt::{
-    block_on, current, poll_once, preempt_point, sleep, sleep_until, Builder, EventChannel, Core,
-    CoreStats, Deadline, Error, Events, Group, IdleHook, IdlePolicy, Invocation, InvokeError,
-    Priority, Remote, Runtime, Scheduler, EventSink, Sleep, TaskAttrs, Topology,
+    block_on, current, poll_once, preempt_point, sleep, sleep_until, Builder, Core, CoreStats,
+    Deadline, Error, EventChannel, EventSink, Events, Group, IdleHook, IdlePolicy, Invocation,
+    InvokeError, Priority, Remote, Runtime, Scheduler, Sleep, TaskAttrs, Topology,
     DEFAULT_COROUTINE_STACK, INLINE_CLOSURE_BYTES,
 };
 
-/// Fork-join on the stack, stolen only on demand (MuSE): `join`, `scope`,
-/// the context form `with_ctx`/`Ctx::join`, and `StealExt::install`.
+#[doc(inline)]
 pub use manycore_steal as steal;
-pub use manycore_steal::{join, scope, with_ctx, Ctx, Scope, StealExt};
 
-/// Sockets over shared memory with buddy-managed buffers (rckSock), in the
-/// shape of `std::net`, between threads and processes.
+#[doc(inline)]
 pub use manycore_sock as sock;
 
-/// Synchronisation primitives: CachePadded, Backoff, EventCount, CPU sets.
-pub mod sync {
-    pub use manycore_sync::*;
-}
+#[doc(inline)]
+pub use manycore_sync as sync;
 
-/// The SPSC ring of cache-line slots that carries messages between cores.
-pub mod ring {
-    pub use manycore_ring::*;
-}
+#[doc(inline)]
+pub use manycore_ring as ring;
