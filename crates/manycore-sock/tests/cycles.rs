@@ -1,7 +1,7 @@
 //! 10,000 connect/close cycles leak no file descriptors, mappings or files.
 mod common;
 use common::*;
-use manycore_sock::{ShmListener, Namespace, ShmStream};
+use manycore_sock::{Namespace, ShmListener, ShmStream};
 use std::io::{Read, Write};
 
 /// The two tests count process-wide fds and mappings: never run them at once.

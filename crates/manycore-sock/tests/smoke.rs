@@ -1,5 +1,5 @@
 //! Public-API smoke tests: echo, EOF, shutdown, timeouts, errors, chunk changes.
-use manycore_sock::{Config, ShmListener, Namespace, ShmStream, WaitMode};
+use manycore_sock::{Config, Namespace, ShmListener, ShmStream, WaitMode};
 use std::io::{ErrorKind, Read, Write};
 use std::net::Shutdown;
 use std::time::Duration;

@@ -45,7 +45,7 @@ mod raw;
 
 pub use backoff::{Backoff, SpinBudget};
 pub use cache_padded::CachePadded;
-pub use event_count::{EventCount, Private, Sharing, Shared, SharedEventCount, WaitKey};
+pub use event_count::{EventCount, Private, Shared, SharedEventCount, Sharing, WaitKey};
 
 /// Atomics: `std::sync::atomic` normally, `loom::sync::atomic` under `--cfg loom`.
 pub mod atomic {
