@@ -18,7 +18,8 @@
 //! The two SeqCst fences order "announce, then re-check" against "publish,
 //! then look": either the notifier sees the announcement (and bumps the epoch,
 //! so the futex wait cannot sleep on the old key), or the waiter's re-check
-//! sees the event. No wakeup is lost; `tests/loom_event_count.rs` checks it.
+//! sees the event. No wakeup is lost; the loom models in `loom_tests.rs`
+//! check it.
 //!
 //! # Sharing
 //!

@@ -43,6 +43,9 @@ pub mod cpu;
 mod event_count;
 mod raw;
 
+#[cfg(all(test, loom))]
+mod loom_tests;
+
 pub use backoff::{Backoff, SpinBudget};
 pub use cache_padded::CachePadded;
 pub use event_count::{EventCount, Private, Shared, SharedEventCount, Sharing, WaitKey};
