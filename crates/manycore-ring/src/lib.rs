@@ -67,5 +67,8 @@ pub fn channel<T: Send>(capacity: usize) -> Result<(Producer<T>, Consumer<T>), R
     Ok(raw::new_ring(capacity.next_power_of_two().max(2)))
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
