@@ -41,8 +41,8 @@
 //! `MANYCORE_SOCK_HOSTILE_SECS` seconds, default 2, 10 for the acceptance
 //! run), `backlog` (a connector killed mid-handshake costs no backlog room),
 //! `cycles` (10,000 connect/close cycles, no leaks), `permissions`,
-//! `buddy_prop` (proptest) and `loom_ring`
-//! (`RUSTFLAGS="--cfg loom" cargo test -p manycore-sock --release --test loom_ring`).
+//! `buddy_prop` (proptest); the loom models are in `src/loom_tests.rs`
+//! (`RUSTFLAGS="--cfg loom" cargo test -p manycore-sock --release --lib loom_tests`).
 //!
 //! # Example
 //!
@@ -81,9 +81,6 @@ mod handshake;
 mod layout;
 #[cfg(not(loom))]
 mod listener;
-#[cfg(loom)]
-#[doc(hidden)]
-pub mod loom_model;
 #[cfg(not(loom))]
 mod namespace;
 #[cfg(not(loom))]
@@ -93,6 +90,9 @@ mod region;
 mod ring;
 #[cfg(not(loom))]
 mod stream;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
 
 pub use buddy::{BuddyAllocator, Grant};
 #[cfg(not(loom))]
