@@ -6,7 +6,7 @@
 //! processes of one machine, with no system call on the data path:
 //!
 //! * every endpoint owns one buffer region (default 256 KiB, down to the
-//!   paper's 8 KiB) divided among its connections by a [`BuddyAllocator`]: the
+//!   paper's 8 KiB) divided among its connections by a buddy allocator: the
 //!   first connection gets all of it, each new one splits a buddy, each close
 //!   merges (section 3.4);
 //! * each direction of a connection is a ring of fragments in its *sender's*
@@ -41,7 +41,8 @@
 //! `MANYCORE_SOCK_HOSTILE_SECS` seconds, default 2, 10 for the acceptance
 //! run), `backlog` (a connector killed mid-handshake costs no backlog room),
 //! `cycles` (10,000 connect/close cycles, no leaks), `permissions`,
-//! `buddy_prop` (proptest); the loom models are in `src/loom_tests.rs`
+//! and unit tests beside the code (the buddy allocator against a model,
+//! with proptest); the loom models are in `src/loom_tests.rs`
 //! (`RUSTFLAGS="--cfg loom" cargo test -p manycore-sock --release --lib loom_tests`).
 //!
 //! # Example
@@ -94,7 +95,6 @@ mod stream;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
-pub use buddy::{BuddyAllocator, Grant};
 #[cfg(not(loom))]
 pub use config::{set_client_config, Config, WaitMode};
 #[cfg(not(loom))]
