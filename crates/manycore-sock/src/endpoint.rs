@@ -290,12 +290,12 @@ impl Endpoint {
 pub(crate) fn client_endpoint(ns: &Namespace) -> io::Result<(Arc<Endpoint>, u32)> {
     type Reg = Mutex<HashMap<Namespace, (Weak<Endpoint>, u32)>>;
     static REG: OnceLock<Reg> = OnceLock::new();
-    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    static SEQ: AtomicU32 = AtomicU32::new(0);
     let mut reg = lock(REG.get_or_init(Default::default));
     if let Some((ep, seq)) = reg.get(ns).and_then(|(w, s)| Some((w.upgrade()?, *s))) {
         return Ok((ep, seq));
     }
-    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
     let name = format!("c{}-{}", raw::getpid(), seq);
     let ep = Endpoint::create(&name, KIND_CLIENT, crate::config::client_params())?;
     reg.insert(ns.clone(), (Arc::downgrade(&ep), seq));

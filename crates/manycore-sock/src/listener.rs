@@ -10,11 +10,11 @@ use crate::layout::KIND_LISTENER;
 use crate::namespace::{Rendezvous, SockAddr};
 use crate::raw;
 use crate::stream::{lock, PeerAddr, ShmStream};
+use manycore_sync::atomic::{AtomicBool, Ordering};
 use manycore_sync::SpinBudget;
 use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -81,8 +81,7 @@ impl ShmListener {
 
     /// In non-blocking mode `accept` returns `WouldBlock` when nobody waits.
     pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.nonblocking
-            .store(nonblocking, std::sync::atomic::Ordering::Relaxed);
+        self.nonblocking.store(nonblocking, Ordering::Relaxed);
         Ok(())
     }
 
@@ -102,7 +101,7 @@ impl ShmListener {
     /// listener stays usable); connectors that went away are skipped.
     /// Concurrent calls take turns.
     pub fn accept(&self) -> io::Result<(ShmStream, PeerAddr)> {
-        let nb = self.nonblocking.load(std::sync::atomic::Ordering::Relaxed);
+        let nb = self.nonblocking.load(Ordering::Relaxed);
         let deadline = if nb {
             Some(Instant::now())
         } else {
