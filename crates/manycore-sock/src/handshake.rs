@@ -178,9 +178,10 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
                 }
             }
         }
-        // Spin first, as the old shared-memory handshake did: a reply that
-        // comes within the budget costs no sleep, and no wake-up by the
-        // listener, which would move this thread to the listener's CPU.
+        // Spin first: a reply that comes within the budget costs no sleep,
+        // and no wake-up by the listener. A Unix-socket wake-up is a "sync"
+        // wake-up that would move this thread to the listener's CPU, and the
+        // stream that follows would run both ends there.
         if !spin.spin() {
             raw::poll_in(&[sock.as_fd()], left);
         }

@@ -108,10 +108,10 @@ impl ShmListener {
             lock(&self.timeout).map(|d| Instant::now() + d)
         };
         let cap = self.config.backlog.max(1) as usize;
-        // Spin per the wait mode before sleeping in poll(2), as the old
-        // shared-memory accept did: a connector that arrives within the
-        // budget costs no sleep, and no wake-up that would move this thread
-        // to the connector's CPU.
+        // Spin per the wait mode before sleeping in poll(2): a connector
+        // that arrives within the budget costs no sleep, and no "sync"
+        // wake-up that would move this thread to the connector's CPU (and
+        // the stream that follows with it).
         let mut spin = SpinBudget::new(match self.config.wait_mode {
             WaitMode::Spin => Duration::from_millis(1),
             WaitMode::Hybrid { spin } => spin,
