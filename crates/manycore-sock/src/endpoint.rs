@@ -41,10 +41,16 @@ pub(crate) struct TxSlot {
     pub idx: u32,
     pub base: u32,
     /// Block size the buddy allocator currently grants (shrinks on a split,
-    /// grows on a merge). Written under the endpoint lock.
+    /// grows on a merge). Stored Relaxed under the endpoint lock (`alloc`,
+    /// `free_locked`); loaded Relaxed by the ring's writer as the chunk it
+    /// should use, which it applies only at an empty moment. Nothing else is
+    /// published through it.
     pub alloc: AtomicU32,
-    /// Chunk the ring may still hold unread data in, `[base, base+extent)`.
-    /// Release when it shrinks; pairs with the Acquire in `blocker`.
+    /// The chunk the ring may still hold unread data in, `[base,
+    /// base + extent)`. Stored with Release when the writer starts using a
+    /// new chunk (`apply_locked`, `publish_extent`), after the ring drained;
+    /// pairs with the Acquire in `blocker`, so a neighbour's new ring takes
+    /// over the freed space only after the reader's copies out of it.
     pub extent: AtomicU32,
     pub tx: Mutex<TxState>,
     /// The connection's peer, once connected: a ring whose reader died will

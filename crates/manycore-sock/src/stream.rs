@@ -162,7 +162,9 @@ pub(crate) fn wait_on(
     }
 }
 
+/// Bits of `Conn::shut`: `shutdown(Read)` was called (reads return 0).
 const SHUT_RD: u8 = 1;
+/// `shutdown(Write)` was called (writes fail with `BrokenPipe`).
 const SHUT_WR: u8 = 2;
 
 pub(crate) struct Conn {
@@ -177,9 +179,15 @@ pub(crate) struct Conn {
     pub mode: Mutex<WaitMode>,
     pub read_timeout: Mutex<Option<Duration>>,
     pub write_timeout: Mutex<Option<Duration>>,
+    /// `set_nonblocking`; Relaxed both ways (it orders nothing).
     pub nonblocking: AtomicBool,
+    /// `SHUT_RD | SHUT_WR` bits, each set once by `fetch_or` (Relaxed) in
+    /// `shutdown`, which acts only on the bits it newly set (closing our
+    /// ring, or raising the peer's consumer flag). Process-local: the peer
+    /// learns of a shutdown through the lines' `flags`.
     pub shut: AtomicU8,
-    /// Set once the peer was seen dead; `last_check` rate-limits probes.
+    /// Set (Relaxed, never cleared) once the peer was seen dead;
+    /// `last_check` rate-limits the probes of `live`.
     pub dead: AtomicBool,
     pub last_check: Mutex<Instant>,
     /// Adaptive spin budgets (ns) of the read and write waits.
