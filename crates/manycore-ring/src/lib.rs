@@ -29,6 +29,7 @@
 //!
 //! All of the crate's `unsafe` code is in `raw.rs`, with the protocol and
 //! why it is sound; the loom models are in `loom_tests.rs`.
+//! `examples/spsc.rs` passes values between two threads.
 
 #![warn(missing_docs)]
 
