@@ -27,6 +27,9 @@
 //!
 //! # Example
 //!
+//! A doorbell between two threads (`examples/doorbell.rs` builds a
+//! ping-pong of two mailboxes on it):
+//!
 //! ```
 //! use manycore_sync::{EventCount, atomic::{AtomicBool, Ordering, fence}};
 //! use std::sync::Arc;
