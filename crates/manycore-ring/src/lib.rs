@@ -1,7 +1,8 @@
 //! A single-producer single-consumer ring of cache-line slots: the message
-//! channel of manycore, after Barrelfish's UMP channels on the SCC (each
-//! message one cache line, the receiver polling the line itself) and glommio's
-//! SPSC ring.
+//! channel of manycore, after Barrelfish's UMP channels on the SCC (Simon
+//! Peter, Timothy Roscoe, Andrew Baumann, *Barrelfish on the Intel
+//! Single-chip Cloud Computer*: each message one cache line, the receiver
+//! polling the line itself) and glommio's SPSC ring.
 //!
 //! Every slot starts on its own cache line and carries a sequence word. The
 //! producer writes the payload, then publishes the slot with a Release store
@@ -25,6 +26,10 @@
 //!
 //! Capacity is a power of two (requests are rounded up; at least 2). With a
 //! payload of up to 56 bytes (align at most 8) a slot is exactly one 64-byte line.
+//!
+//! All of the crate's `unsafe` code is in `raw.rs`, with the protocol and
+//! why it is sound; the loom models are in `loom_tests.rs`.
+//! `examples/spsc.rs` passes values between two threads.
 
 #![warn(missing_docs)]
 
@@ -67,5 +72,8 @@ pub fn channel<T: Send>(capacity: usize) -> Result<(Producer<T>, Consumer<T>), R
     Ok(raw::new_ring(capacity.next_power_of_two().max(2)))
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests;
+
+#[cfg(all(test, loom))]
+mod loom_tests;

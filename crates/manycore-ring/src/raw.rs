@@ -3,8 +3,8 @@
 //! Slot `i` holds a sequence word `seq` (low 32 bits; the high 32 bits are the
 //! message tag). For position `p` (a u64 counting every push), the producer
 //! publishes slot `p & mask` with `seq = p + 1` (mod 2^32), and the consumer
-//! at position `p` knows the slot is full exactly when `seq == p + 1`: an
-//! older lap left `p + 1 - k * capacity` there. Initially `seq = i + 1 -
+//! at position `p` knows the slot is full exactly when `seq == p + 1`: the
+//! lap before left `p + 1 - capacity` there. Initially `seq = i + 1 -
 //! capacity` (a lap "before" the first).
 //!
 //! The consumer never writes a slot. It publishes its position `head` on a
@@ -13,9 +13,25 @@
 //! reloads it only when the copy says the ring is full, so on the fast path
 //! the producer reads nothing the consumer writes, and the consumer reads only
 //! the slot: each slot's line crosses between the cores once per message,
-//! instead of bouncing back to the producer when it is freed (the design of
-//! rtrb and of Lamport's queue with cached indices, with a per-slot flag so
-//! the consumer never reads the producer's index).
+//! instead of bouncing back to the producer when it is freed. This is
+//! Lamport's single-producer single-consumer queue (Leslie Lamport, *Proving
+//! the Correctness of Multiprocess Programs*) with a cached copy of the other
+//! side's index, as in rtrb, and a per-slot full flag, as in FastForward
+//! (John Giacomoni, Tipp Moseley, Manish Vachharajani, *FastForward for
+//! Efficient Pipeline Parallelism: A Cache-Optimized Concurrent Lock-Free
+//! Queue*), so that the consumer never reads the producer's index.
+//!
+//! *Why it is a FIFO that loses nothing.* The producer writes slot `p &
+//! mask` only while `p - head < capacity`, i.e. after the consumer has moved
+//! out the value of position `p - capacity` there (its Release of `head`,
+//! the producer's Acquire); the consumer reads it only once `seq == p + 1`,
+//! i.e. after the producer wrote it (the producer's Release of `seq`, the
+//! consumer's Acquire). Each slot thus alternates between the two sides, one
+//! owner at a time, and positions are taken in order on both sides. The
+//! 32-bit sequence cannot be mistaken across laps: the slot the consumer at
+//! `p` looks at holds either `p + 1` (full) or `p + 1 - capacity` (the lap
+//! before, or the initial value), and these differ modulo 2^32 because the
+//! capacity is at most 2^30.
 
 use manycore_sync::atomic::{AtomicU64, Ordering};
 use manycore_sync::cell::UnsafeCell;
@@ -25,7 +41,15 @@ use std::mem::MaybeUninit;
 
 #[repr(C, align(64))]
 struct Slot<T> {
+    /// Low 32 bits: the sequence (`p + 1` once position `p` is published
+    /// here); high 32 bits: the message's tag. Stored with Release by the
+    /// producer in `Producer::push_with` after writing `val`; pairs with the
+    /// Acquire load in `Consumer::try_pop_tagged`, after which the consumer
+    /// reads `val`. Only the producer stores it; `is_empty` and `Drop` load
+    /// it too (Relaxed as a hint; Acquire with exclusive access).
     seq: AtomicU64,
+    /// The message: written by the producer while the slot is its own,
+    /// read (moved out) by the consumer once `seq` says it is full.
     val: UnsafeCell<MaybeUninit<T>>,
 }
 
@@ -33,6 +57,11 @@ struct Buffer<T> {
     slots: Box<[Slot<T>]>,
     mask: u64,
     /// The consumer's position: every slot before it has been consumed.
+    /// Stored with Release by the consumer in `Consumer::try_pop_tagged`
+    /// after it moved the value out; pairs with the Acquire load in
+    /// `Producer::push_with`, which reloads it only when its cached copy
+    /// says the ring is full (`Producer::is_full` loads it Relaxed, as a
+    /// hint). On a line of its own, which the consumer alone writes.
     head: CachePadded<AtomicU64>,
 }
 
@@ -93,6 +122,7 @@ pub(crate) fn new_ring<T: Send>(cap: usize) -> (Producer<T>, Consumer<T>) {
 /// The sending end of a ring. Not `Clone`: exactly one producer.
 pub struct Producer<T> {
     buf: Arc<Buffer<T>>,
+    /// The next position to push (counts every push).
     pos: u64,
     /// The consumer's position as last read (never ahead of the real one).
     head: u64,
@@ -101,6 +131,7 @@ pub struct Producer<T> {
 /// The receiving end of a ring. Not `Clone`: exactly one consumer.
 pub struct Consumer<T> {
     buf: Arc<Buffer<T>>,
+    /// The next position to pop (counts every pop).
     pos: u64,
 }
 
@@ -171,8 +202,8 @@ impl<T> Producer<T> {
         let cap = self.buf.slots.len() as u64;
         if self.pos.wrapping_sub(self.head) >= cap {
             // Acquire; pairs with the Release store of `head` in
-            // `Consumer::try_pop_tagged`, so the consumer's read of the old
-            // value happens before our write of the new one.
+            // `Consumer::try_pop_tagged`, so the consumer's read of the
+            // previous value happens before our write of the new one.
             self.head = self.buf.head.load(Ordering::Acquire);
             if self.pos.wrapping_sub(self.head) >= cap {
                 return Err(make);
@@ -223,7 +254,7 @@ impl<T> Consumer<T> {
     #[inline]
     pub fn try_pop_tagged(&mut self) -> Option<(T, u32)> {
         let slot = &self.buf.slots[(self.pos & self.buf.mask) as usize];
-        // Acquire; pairs with the Release publish in `Producer::try_push_tagged`.
+        // Acquire; pairs with the Release publish in `Producer::push_with`.
         let word = slot.seq.load(Ordering::Acquire);
         if seq32(word) != self.pos.wrapping_add(1) as u32 {
             return None;
@@ -233,7 +264,7 @@ impl<T> Consumer<T> {
         let value = slot.val.with(|p| unsafe { (*p).assume_init_read() });
         self.pos = self.pos.wrapping_add(1);
         // Release; pairs with the Acquire load of `head` in
-        // `Producer::try_push_tagged`: our read of the value happens before
+        // `Producer::push_with`: our read of the value happens before
         // the producer overwrites it. A store to our own line: it moves to the
         // producer's cache only when the producer finds its copy full.
         self.buf.head.store(self.pos, Ordering::Release);

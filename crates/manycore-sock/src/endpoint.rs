@@ -41,10 +41,16 @@ pub(crate) struct TxSlot {
     pub idx: u32,
     pub base: u32,
     /// Block size the buddy allocator currently grants (shrinks on a split,
-    /// grows on a merge). Written under the endpoint lock.
+    /// grows on a merge). Stored Relaxed under the endpoint lock (`alloc`,
+    /// `free_locked`); loaded Relaxed by the ring's writer as the chunk it
+    /// should use, which it applies only at an empty moment. Nothing else is
+    /// published through it.
     pub alloc: AtomicU32,
-    /// Chunk the ring may still hold unread data in, `[base, base+extent)`.
-    /// Release when it shrinks; pairs with the Acquire in `blocker`.
+    /// The chunk the ring may still hold unread data in, `[base,
+    /// base + extent)`. Stored with Release when the writer starts using a
+    /// new chunk (`apply_locked`, `publish_extent`), after the ring drained;
+    /// pairs with the Acquire in `blocker`, so a neighbour's new ring takes
+    /// over the freed space only after the reader's copies out of it.
     pub extent: AtomicU32,
     pub tx: Mutex<TxState>,
     /// The connection's peer, once connected: a ring whose reader died will
@@ -290,12 +296,12 @@ impl Endpoint {
 pub(crate) fn client_endpoint(ns: &Namespace) -> io::Result<(Arc<Endpoint>, u32)> {
     type Reg = Mutex<HashMap<Namespace, (Weak<Endpoint>, u32)>>;
     static REG: OnceLock<Reg> = OnceLock::new();
-    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    static SEQ: AtomicU32 = AtomicU32::new(0);
     let mut reg = lock(REG.get_or_init(Default::default));
     if let Some((ep, seq)) = reg.get(ns).and_then(|(w, s)| Some((w.upgrade()?, *s))) {
         return Ok((ep, seq));
     }
-    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let seq = SEQ.fetch_add(1, Ordering::Relaxed);
     let name = format!("c{}-{}", raw::getpid(), seq);
     let ep = Endpoint::create(&name, KIND_CLIENT, crate::config::client_params())?;
     reg.insert(ns.clone(), (Arc::downgrade(&ep), seq));

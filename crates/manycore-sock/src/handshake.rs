@@ -17,8 +17,7 @@ use manycore_sync::atomic::Ordering;
 use manycore_sync::SpinBudget;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// "MCSQ" (request) and "MCSR" (reply) as little-endian u32.
@@ -71,27 +70,54 @@ fn message(m: &raw::Received, buf: &[u8], magic: u32) -> Option<[u32; 8]> {
     (m.len == MSG_LEN && !m.truncated && w[0] == magic && w[1] == WIRE_VERSION).then_some(w)
 }
 
-/// Test hooks, read once from `MANYCORE_SOCK_TEST_HOOK`: `pause=<file>`
+/// Hooks for `tests/backlog.rs`, compiled only with the `internals`
+/// feature and read once from `MANYCORE_SOCK_TEST_HOOK`: `pause=<file>`
 /// makes a connector create `<file>` and stop for 60 s between connecting
-/// and sending its request; `posted=<dir>` makes it create a file in `<dir>`
-/// once its request is sent. Used by `tests/backlog.rs`.
-enum Hook {
-    Pause(PathBuf),
-    Posted(PathBuf),
-}
+/// and sending its request (so that the test can kill it there);
+/// `posted=<dir>` makes it create a file in `<dir>` once its request is
+/// sent.
+#[cfg(feature = "internals")]
+mod test_hook {
+    use std::path::PathBuf;
+    use std::sync::OnceLock;
+    use std::time::Duration;
 
-fn hook() -> Option<&'static Hook> {
-    static H: OnceLock<Option<Hook>> = OnceLock::new();
-    H.get_or_init(|| {
-        let v = std::env::var("MANYCORE_SOCK_TEST_HOOK").ok()?;
-        let (k, p) = v.split_once('=')?;
-        match k {
-            "pause" => Some(Hook::Pause(p.into())),
-            "posted" => Some(Hook::Posted(p.into())),
-            _ => None,
+    enum Hook {
+        Pause(PathBuf),
+        Posted(PathBuf),
+    }
+
+    fn hook() -> Option<&'static Hook> {
+        static H: OnceLock<Option<Hook>> = OnceLock::new();
+        H.get_or_init(|| {
+            let v = std::env::var("MANYCORE_SOCK_TEST_HOOK").ok()?;
+            let (k, p) = v.split_once('=')?;
+            match k {
+                "pause" => Some(Hook::Pause(p.into())),
+                "posted" => Some(Hook::Posted(p.into())),
+                _ => None,
+            }
+        })
+        .as_ref()
+    }
+
+    /// Between connecting and sending the request.
+    pub(super) fn connected() {
+        if let Some(Hook::Pause(f)) = hook() {
+            let _ = std::fs::write(f, b"paused");
+            std::thread::sleep(Duration::from_secs(60));
         }
-    })
-    .as_ref()
+    }
+
+    /// Once the request is sent.
+    pub(super) fn posted() {
+        if let Some(Hook::Posted(d)) = hook() {
+            use manycore_sync::atomic::{AtomicU32, Ordering};
+            static N: AtomicU32 = AtomicU32::new(0);
+            let n = N.fetch_add(1, Ordering::Relaxed);
+            let _ = std::fs::write(d.join(format!("{}.{n}", super::raw::getpid())), b"posted");
+        }
+    }
 }
 
 /// The connector's half of the handshake.
@@ -101,10 +127,8 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
     let (sock, lpid) = ns.connect(addr.port())?;
     let (ep, seq) = client_endpoint(ns)?;
     let tx = ep.alloc()?;
-    if let Some(Hook::Pause(f)) = hook() {
-        let _ = std::fs::write(f, b"paused");
-        std::thread::sleep(Duration::from_secs(60));
-    }
+    #[cfg(feature = "internals")]
+    test_hook::connected();
     let req = encode([
         REQ_MAGIC,
         WIRE_VERSION,
@@ -124,11 +148,8 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
             _ => e,
         });
     }
-    if let Some(Hook::Posted(d)) = hook() {
-        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let _ = std::fs::write(d.join(format!("{}.{n}", raw::getpid())), b"posted");
-    }
+    #[cfg(feature = "internals")]
+    test_hook::posted();
     let mut buf = [0u8; MSG_LEN + 8];
     let mut spin = SpinBudget::new(REPLY_SPIN);
     let reply = loop {
@@ -157,9 +178,10 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
                 }
             }
         }
-        // Spin first, as the old shared-memory handshake did: a reply that
-        // comes within the budget costs no sleep, and no wake-up by the
-        // listener, which would move this thread to the listener's CPU.
+        // Spin first: a reply that comes within the budget costs no sleep,
+        // and no wake-up by the listener. A Unix-socket wake-up is a "sync"
+        // wake-up that would move this thread to the listener's CPU, and the
+        // stream that follows would run both ends there.
         if !spin.spin() {
             raw::poll_in(&[sock.as_fd()], left);
         }

@@ -1,12 +1,13 @@
 //! manycore sockets over shared memory with buddy-managed buffers, after
-//! rckSock (C. Clauss, "A Lightweight and Resource-aware Socket Emulation
-//! Layer for the Intel SCC Processor").
+//! rckSock (Carsten Clauss, *A Lightweight and Resource-aware Socket
+//! Emulation Layer for the Intel SCC Processor*).
 //!
-//! A [`ShmListener`] and [`ShmStream`]s shaped like `std::net`, between threads or
-//! processes of one machine, with no system call on the data path:
+//! A [`ShmListener`] and [`ShmStream`]s shaped like `std::net`, between
+//! threads or processes of one machine, with no system call on the data
+//! path:
 //!
 //! * every endpoint owns one buffer region (default 256 KiB, down to the
-//!   paper's 8 KiB) divided among its connections by a [`BuddyAllocator`]: the
+//!   paper's 8 KiB) divided among its connections by a buddy allocator: the
 //!   first connection gets all of it, each new one splits a buddy, each close
 //!   merges (section 3.4);
 //! * each direction of a connection is a ring of fragments in its *sender's*
@@ -30,24 +31,14 @@
 //! Addresses name a [`Namespace`] (a directory of rendezvous sockets, by
 //! default `/dev/shm/manycore-<uid>/`, or a private namespace for one
 //! process) and a port. The shared-memory layout, the handshake and the wait
-//! protocol are described in `src/README.md`.
-//!
-//! # Tests
-//!
-//! `tests/` holds `smoke`, `cross_process` (the test binary re-executes itself
-//! as the peer, including SIGKILL of either side), `hostile` (a peer process
-//! scribbles random bytes over every region it can reach, tries to shrink
-//! and unseal them, and forges handshakes; it runs
-//! `MANYCORE_SOCK_HOSTILE_SECS` seconds, default 2, 10 for the acceptance
-//! run), `backlog` (a connector killed mid-handshake costs no backlog room),
-//! `cycles` (10,000 connect/close cycles, no leaks), `permissions`,
-//! `buddy_prop` (proptest) and `loom_ring`
-//! (`RUSTFLAGS="--cfg loom" cargo test -p manycore-sock --release --test loom_ring`).
+//! protocol, with the reasoning behind them and the list of tests, are in
+//! `src/README.md`; `examples/echo.rs` runs a server and a client in two
+//! processes.
 //!
 //! # Example
 //!
 //! ```
-//! use manycore_sock::{ShmListener, Namespace, ShmStream};
+//! use manycore_sock::{Namespace, ShmListener, ShmStream};
 //! use std::io::{Read, Write};
 //!
 //! let addr = Namespace::private().addr(7);
@@ -81,9 +72,6 @@ mod handshake;
 mod layout;
 #[cfg(not(loom))]
 mod listener;
-#[cfg(loom)]
-#[doc(hidden)]
-pub mod loom_model;
 #[cfg(not(loom))]
 mod namespace;
 #[cfg(not(loom))]
@@ -94,7 +82,9 @@ mod ring;
 #[cfg(not(loom))]
 mod stream;
 
-pub use buddy::{BuddyAllocator, Grant};
+#[cfg(all(test, loom))]
+mod loom_tests;
+
 #[cfg(not(loom))]
 pub use config::{set_client_config, Config, WaitMode};
 #[cfg(not(loom))]

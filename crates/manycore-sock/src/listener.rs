@@ -10,11 +10,11 @@ use crate::layout::KIND_LISTENER;
 use crate::namespace::{Rendezvous, SockAddr};
 use crate::raw;
 use crate::stream::{lock, PeerAddr, ShmStream};
+use manycore_sync::atomic::{AtomicBool, Ordering};
 use manycore_sync::SpinBudget;
 use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -81,8 +81,7 @@ impl ShmListener {
 
     /// In non-blocking mode `accept` returns `WouldBlock` when nobody waits.
     pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.nonblocking
-            .store(nonblocking, std::sync::atomic::Ordering::Relaxed);
+        self.nonblocking.store(nonblocking, Ordering::Relaxed);
         Ok(())
     }
 
@@ -102,17 +101,17 @@ impl ShmListener {
     /// listener stays usable); connectors that went away are skipped.
     /// Concurrent calls take turns.
     pub fn accept(&self) -> io::Result<(ShmStream, PeerAddr)> {
-        let nb = self.nonblocking.load(std::sync::atomic::Ordering::Relaxed);
+        let nb = self.nonblocking.load(Ordering::Relaxed);
         let deadline = if nb {
             Some(Instant::now())
         } else {
             lock(&self.timeout).map(|d| Instant::now() + d)
         };
         let cap = self.config.backlog.max(1) as usize;
-        // Spin per the wait mode before sleeping in poll(2), as the old
-        // shared-memory accept did: a connector that arrives within the
-        // budget costs no sleep, and no wake-up that would move this thread
-        // to the connector's CPU.
+        // Spin per the wait mode before sleeping in poll(2): a connector
+        // that arrives within the budget costs no sleep, and no "sync"
+        // wake-up that would move this thread to the connector's CPU (and
+        // the stream that follows with it).
         let mut spin = SpinBudget::new(match self.config.wait_mode {
             WaitMode::Spin => Duration::from_millis(1),
             WaitMode::Hybrid { spin } => spin,

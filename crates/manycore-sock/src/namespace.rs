@@ -7,6 +7,7 @@
 //! Region memory never has a name (sealed memfds, `region.rs`).
 
 use crate::raw::{self, UnixAddr};
+use manycore_sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::collections::HashSet;
 use std::fmt;
 use std::io;
@@ -83,8 +84,8 @@ impl Namespace {
 
     /// A fresh private namespace, reachable only from this process.
     pub fn private() -> Namespace {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        Namespace::Private(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Namespace::Private(NEXT.fetch_add(1, Ordering::Relaxed))
     }
 
     /// The address of `port` in this namespace.
@@ -156,8 +157,8 @@ impl Namespace {
                 // Bind and listen under a temporary name, then link it into
                 // place: a visible rendezvous is always listening, so one
                 // that refuses connections belongs to a dead listener.
-                static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-                let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                static N: AtomicU32 = AtomicU32::new(0);
+                let n = N.fetch_add(1, Ordering::Relaxed);
                 let tmp = dir.join(format!(".p{port}.{}.{n}", raw::getpid()));
                 let _ = std::fs::remove_file(&tmp);
                 raw::bind(&fd, &UnixAddr::path(&tmp)?)?;

@@ -21,19 +21,14 @@ pub(crate) fn invalid(what: &str) -> io::Error {
 }
 
 /// Fragments (header included) of a chunk above 16 KiB: a 32nd of the
-/// chunk, at least `MIN_FRAG` and at most `MAX_FRAG`. Measured with
-/// `manycore bench sock` (stream, 1 MiB writes) on a loaded 2-vCPU EPYC,
-/// medians of the ratio to Unix sockets in two batches of interleaved runs,
-/// processes / threads:
-///
-/// | chunk   | 8 KiB frags         | 32 KiB              | 64 KiB (quarter chunk) |
-/// |---------|---------------------|---------------------|------------------------|
-/// | 256 KiB | 4.2, 4.3 / 4.4, 2.6 | 3.8, 2.7 / 2.9, 4.2 | 1.5, 1.4 / 3.1, 3.7    |
-/// | 1 MiB   | 5.1, 3.7 / 2.9, 2.6 | 5.8, 4.5 / 3.4, 6.3 | 5.6, 6.1 / 3.1, 4.5    |
+/// chunk, at least `MIN_FRAG` and at most `MAX_FRAG`.
 ///
 /// Small fragments keep a small chunk's pipeline full when a wake-up or a
-/// descheduled peer costs more than draining half of it; large chunks do
-/// better with fewer commits and index-line transfers.
+/// descheduled peer costs more than draining half of it: the reader
+/// releases space in small steps and both copies overlap. Large chunks do
+/// better with fewer commits and index-line transfers, hence the upper
+/// bound. The measurements behind these bounds are in the repository's
+/// `docs/notes/2026-11-25-sock-fragment-size.md`.
 pub(crate) const MIN_FRAG: usize = 8 << 10;
 /// See [`MIN_FRAG`].
 pub(crate) const MAX_FRAG: usize = 64 << 10;
@@ -349,7 +344,8 @@ pub(crate) fn writer_can_progress<M: RingMem>(
     Ok(free >= 2 * FRAG_HDR || (st.woff + FRAG_HDR == cap && free >= FRAG_HDR))
 }
 
-/// The reader's load of `head`. Acquire; pairs with the Release in `try_write`.
+/// The reader's load of `head`. Acquire; pairs with the Release store in
+/// `commit`.
 fn refresh_head<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState) -> io::Result<bool> {
     let h = r.slot.prod.head.load(Ordering::Acquire);
     let max = r.layout().max_chunk_at(r.base) as u64;

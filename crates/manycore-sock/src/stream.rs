@@ -8,12 +8,11 @@ use crate::layout::FLAG_CLOSED;
 use crate::namespace::Namespace;
 use crate::region::Shm;
 use crate::ring::{self, RingRef, RxState};
-use manycore_sync::atomic::Ordering;
+use manycore_sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use manycore_sync::{SharedEventCount, SpinBudget};
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
-use std::sync::atomic::{AtomicBool, AtomicU8};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -58,8 +57,8 @@ const MIN_SPIN_NS: u32 = 2_000;
 /// spin succeeds, halved when it has to sleep) and the CPU the peer last ran
 /// on (spinning against a peer on our own CPU only delays it).
 pub(crate) struct SpinHint<'a> {
-    pub budget_ns: &'a std::sync::atomic::AtomicU32,
-    pub peer_cpu: Option<&'a manycore_sync::atomic::AtomicU32>,
+    pub budget_ns: &'a AtomicU32,
+    pub peer_cpu: Option<&'a AtomicU32>,
 }
 
 /// Waits until `check` says ready: spin per `mode`, then announce on `ec`,
@@ -73,7 +72,6 @@ pub(crate) fn wait_on(
     hint: Option<SpinHint<'_>>,
     mut check: impl FnMut() -> io::Result<bool>,
 ) -> io::Result<Waited> {
-    use std::sync::atomic::Ordering::Relaxed;
     let colocated = hint
         .as_ref()
         .and_then(|h| h.peer_cpu)
@@ -85,7 +83,7 @@ pub(crate) fn wait_on(
             Duration::ZERO
         }
         WaitMode::Hybrid { spin } => match &hint {
-            Some(h) => Duration::from_nanos(h.budget_ns.load(Relaxed) as u64).min(spin),
+            Some(h) => Duration::from_nanos(h.budget_ns.load(Ordering::Relaxed) as u64).min(spin),
             None => spin,
         },
         WaitMode::Sleep => Duration::ZERO,
@@ -93,13 +91,13 @@ pub(crate) fn wait_on(
     let adapt = |ok: bool| {
         if let (WaitMode::Hybrid { spin: max }, Some(h)) = (mode, &hint) {
             let max = max.as_nanos().min(u32::MAX as u128) as u32;
-            let b = h.budget_ns.load(Relaxed).min(max);
+            let b = h.budget_ns.load(Ordering::Relaxed).min(max);
             let nb = if ok {
                 b.saturating_mul(2).min(max)
             } else {
                 (b / 2).max(MIN_SPIN_NS.min(max))
             };
-            h.budget_ns.store(nb, Relaxed);
+            h.budget_ns.store(nb, Ordering::Relaxed);
         }
     };
     let mut first = true;
@@ -164,7 +162,9 @@ pub(crate) fn wait_on(
     }
 }
 
+/// Bits of `Conn::shut`: `shutdown(Read)` was called (reads return 0).
 const SHUT_RD: u8 = 1;
+/// `shutdown(Write)` was called (writes fail with `BrokenPipe`).
 const SHUT_WR: u8 = 2;
 
 pub(crate) struct Conn {
@@ -179,14 +179,20 @@ pub(crate) struct Conn {
     pub mode: Mutex<WaitMode>,
     pub read_timeout: Mutex<Option<Duration>>,
     pub write_timeout: Mutex<Option<Duration>>,
+    /// `set_nonblocking`; Relaxed both ways (it orders nothing).
     pub nonblocking: AtomicBool,
+    /// `SHUT_RD | SHUT_WR` bits, each set once by `fetch_or` (Relaxed) in
+    /// `shutdown`, which acts only on the bits it newly set (closing our
+    /// ring, or raising the peer's consumer flag). Process-local: the peer
+    /// learns of a shutdown through the lines' `flags`.
     pub shut: AtomicU8,
-    /// Set once the peer was seen dead; `last_check` rate-limits probes.
+    /// Set (Relaxed, never cleared) once the peer was seen dead;
+    /// `last_check` rate-limits the probes of `live`.
     pub dead: AtomicBool,
     pub last_check: Mutex<Instant>,
     /// Adaptive spin budgets (ns) of the read and write waits.
-    pub rx_spin: std::sync::atomic::AtomicU32,
-    pub tx_spin: std::sync::atomic::AtomicU32,
+    pub rx_spin: AtomicU32,
+    pub tx_spin: AtomicU32,
 }
 
 /// How often a writer that never has to wait probes the peer's liveness.
@@ -233,8 +239,8 @@ impl Conn {
             shut: AtomicU8::new(0),
             dead: AtomicBool::new(false),
             last_check: Mutex::new(Instant::now()),
-            rx_spin: std::sync::atomic::AtomicU32::new(u32::MAX),
-            tx_spin: std::sync::atomic::AtomicU32::new(u32::MAX),
+            rx_spin: AtomicU32::new(u32::MAX),
+            tx_spin: AtomicU32::new(u32::MAX),
         };
         ShmStream { c: Arc::new(conn) }
     }
@@ -251,7 +257,7 @@ impl Conn {
 
     /// True if the peer is known dead (probing at most every `PROBE_EVERY`).
     fn peer_dead(&self) -> bool {
-        if self.dead.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.dead.load(Ordering::Relaxed) {
             return true;
         }
         let now = Instant::now();
@@ -266,7 +272,7 @@ impl Conn {
     }
     fn mark_dead_if(&self, d: bool) -> bool {
         if d {
-            self.dead.store(true, std::sync::atomic::Ordering::Relaxed);
+            self.dead.store(true, Ordering::Relaxed);
         }
         d
     }
@@ -281,7 +287,7 @@ impl Conn {
         lock(t).map(|d| Instant::now() + d)
     }
     fn timed_out(&self) -> io::Error {
-        if self.nonblocking.load(std::sync::atomic::Ordering::Relaxed) {
+        if self.nonblocking.load(Ordering::Relaxed) {
             io::Error::from(io::ErrorKind::WouldBlock)
         } else {
             io::Error::from(io::ErrorKind::TimedOut)
@@ -289,13 +295,13 @@ impl Conn {
     }
 
     fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        if buf.is_empty() || self.shut.load(std::sync::atomic::Ordering::Relaxed) & SHUT_RD != 0 {
+        if buf.is_empty() || self.shut.load(Ordering::Relaxed) & SHUT_RD != 0 {
             return Ok(0);
         }
         let r = self.rxr()?;
         self.publish_cpu();
         let mut rx = lock(&self.rx);
-        let nb = self.nonblocking.load(std::sync::atomic::Ordering::Relaxed);
+        let nb = self.nonblocking.load(Ordering::Relaxed);
         let deadline = if nb {
             Some(Instant::now())
         } else {
@@ -351,7 +357,7 @@ impl Conn {
     }
 
     fn write(&self, buf: &[u8]) -> io::Result<usize> {
-        if self.shut.load(std::sync::atomic::Ordering::Relaxed) & SHUT_WR != 0 {
+        if self.shut.load(Ordering::Relaxed) & SHUT_WR != 0 {
             return Err(io::Error::new(
                 io::ErrorKind::BrokenPipe,
                 "manycore-sock: write side shut down",
@@ -363,7 +369,7 @@ impl Conn {
         let r = self.txr()?;
         self.publish_cpu();
         let mut tx = lock(&self.tx.tx);
-        let nb = self.nonblocking.load(std::sync::atomic::Ordering::Relaxed);
+        let nb = self.nonblocking.load(Ordering::Relaxed);
         let deadline = if nb {
             Some(Instant::now())
         } else {
@@ -449,9 +455,7 @@ impl Conn {
             Shutdown::Write => SHUT_WR,
             Shutdown::Both => SHUT_RD | SHUT_WR,
         };
-        let old = self
-            .shut
-            .fetch_or(bits, std::sync::atomic::Ordering::Relaxed);
+        let old = self.shut.fetch_or(bits, Ordering::Relaxed);
         let new = bits & !old;
         if new & SHUT_WR != 0 {
             self.ep.close_tx(&self.tx);
@@ -524,9 +528,7 @@ impl ShmStream {
 
     /// In non-blocking mode, operations that would wait return `WouldBlock`.
     pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.c
-            .nonblocking
-            .store(nonblocking, std::sync::atomic::Ordering::Relaxed);
+        self.c.nonblocking.store(nonblocking, Ordering::Relaxed);
         Ok(())
     }
 

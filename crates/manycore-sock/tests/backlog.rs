@@ -4,6 +4,10 @@
 //! wait at once (`posted=<dir>` tells us when each has sent its request),
 //! and every one of them is accepted. The test binary re-executes itself as
 //! the connectors.
+//!
+//! The hooks exist only with the `internals` feature (on in a workspace
+//! build, where manycore-cli enables it; alone:
+//! `cargo test -p manycore-sock --features internals --test backlog`).
 mod common;
 use common::*;
 use manycore_sock::{Config, ShmListener, ShmStream};
@@ -99,6 +103,7 @@ fn full_backlog_accepted(ns: &TestNs, l: &ShmListener) {
 }
 
 #[test]
+#[cfg_attr(not(feature = "internals"), ignore = "needs the internals feature")]
 fn connector_killed_in_the_queue() {
     let ns = TestNs::new();
     let l = listener(&ns);
@@ -111,6 +116,7 @@ fn connector_killed_in_the_queue() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "internals"), ignore = "needs the internals feature")]
 fn connector_killed_while_pending() {
     let ns = TestNs::new();
     let l = listener(&ns);

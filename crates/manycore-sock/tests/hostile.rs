@@ -14,8 +14,8 @@
 //!   it can right after sending;
 //! * `evil-listener`: a hand-made listener that replies with such regions.
 //!
-//! Runs for `MANYCORE_SOCK_HOSTILE_SECS` seconds (default 2; the issue's
-//! acceptance run uses 10).
+//! Runs for `MANYCORE_SOCK_HOSTILE_SECS` seconds (default 2; longer runs,
+//! such as 10, try more interleavings).
 mod common;
 use common::*;
 use manycore_sock::{ShmListener, ShmStream};

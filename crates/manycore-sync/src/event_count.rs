@@ -18,7 +18,8 @@
 //! The two SeqCst fences order "announce, then re-check" against "publish,
 //! then look": either the notifier sees the announcement (and bumps the epoch,
 //! so the futex wait cannot sleep on the old key), or the waiter's re-check
-//! sees the event. No wakeup is lost; `tests/loom_event_count.rs` checks it.
+//! sees the event. No wakeup is lost; the loom models in `loom_tests.rs`
+//! check it.
 //!
 //! # Sharing
 //!
@@ -69,11 +70,23 @@ pub struct WaitKey(u32);
 /// A futex doorbell: see the module docs for the protocol.
 #[repr(C)]
 pub struct EventCount<S: Sharing = Private> {
+    /// The futex word. Bumped (`fetch_add`, Release) by a notifier that saw
+    /// `waiters > 0` after its SeqCst fence; loaded with Acquire by a waiter
+    /// when it takes its key (pairs with the bump: a key taken after a bump
+    /// sees what was published before it) and before every sleep; the
+    /// kernel compares it with the key in `FUTEX_WAIT`. Only equality with
+    /// a key matters, so it may wrap.
     epoch: AtomicU32,
+    /// Threads that announced a wait and have not finished it. Incremented
+    /// (Relaxed) by `prepare_wait` before its SeqCst fence; decremented
+    /// (Relaxed) by `cancel_wait`, `wait` and `wait_timeout`. Loaded
+    /// (Relaxed) by notifiers after their own SeqCst fence, which pairs with
+    /// the one in `prepare_wait`.
     waiters: AtomicU32,
+    /// Under loom there is no futex: a mutex and condvar stand in for it.
     #[cfg(loom)]
     park: (crate::Mutex<()>, crate::Condvar),
-    _scope: PhantomData<S>,
+    _sharing: PhantomData<S>,
 }
 
 #[cfg(not(loom))]
@@ -130,7 +143,7 @@ impl<S: Sharing> EventCount<S> {
         Self {
             epoch: AtomicU32::new(0),
             waiters: AtomicU32::new(0),
-            _scope: PhantomData,
+            _sharing: PhantomData,
         }
     }
     #[cfg(loom)]
@@ -139,7 +152,7 @@ impl<S: Sharing> EventCount<S> {
             epoch: AtomicU32::new(0),
             waiters: AtomicU32::new(0),
             park: (crate::Mutex::new(()), crate::Condvar::new()),
-            _scope: PhantomData,
+            _sharing: PhantomData,
         }
     }
 

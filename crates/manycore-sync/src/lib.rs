@@ -1,9 +1,10 @@
-//! Synchronisation primitives for manycore: the only crate that touches
-//! `std::sync::atomic` directly.
+//! Synchronisation primitives for manycore, and the facade through which its
+//! lock-free protocols reach atomics.
 //!
 //! * [`atomic`], [`cell`], [`thread`], [`Arc`], [`Mutex`]: a facade that is
 //!   `std` normally and `loom` under `--cfg loom` (the pattern of tokio's
-//!   `loom/` module), so every lock-free protocol above it can be model-checked.
+//!   `loom/` module), so every lock-free protocol written against it can be
+//!   model-checked.
 //! * [`CachePadded`]: keeps a value on its own cache line(s).
 //! * [`Backoff`] and [`SpinBudget`]: bounded spinning. Nothing in manycore spins
 //!   without a bound: on a virtual machine the partner may not be running.
@@ -12,7 +13,22 @@
 //! * [`cpu`]: the process's original CPU set, read once before `main`, and
 //!   thread pinning.
 //!
+//! # Who uses std's atomics directly
+//!
+//! The facade is a convention, not a wall. The manycore-ring and manycore-sock
+//! libraries take every atomic they use from [`atomic`], including the words of
+//! manycore-sock's shared-memory layouts: outside loom those are std's
+//! atomics on memory that another process maps (lock-free, so they work
+//! across processes). This crate names std's atomics directly only where
+//! loom must not see them: the futex calls (never built under loom) and
+//! [`unique_id`]. Code that no loom model covers
+//! (process-wide settings and counters, tests, examples) may use std's
+//! atomics directly; `grep -rn std::sync::atomic crates` lists it.
+//!
 //! # Example
+//!
+//! A doorbell between two threads (`examples/doorbell.rs` builds a
+//! ping-pong of two mailboxes on it):
 //!
 //! ```
 //! use manycore_sync::{EventCount, atomic::{AtomicBool, Ordering, fence}};
@@ -42,6 +58,9 @@ mod cache_padded;
 pub mod cpu;
 mod event_count;
 mod raw;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
 
 pub use backoff::{Backoff, SpinBudget};
 pub use cache_padded::CachePadded;

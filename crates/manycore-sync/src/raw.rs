@@ -1,4 +1,5 @@
-//! All of manycore-sync's `unsafe`: the futex system call, and CPU affinity.
+//! All of manycore-sync's `unsafe`: the futex system call, CPU affinity, and
+//! the libc queries behind `cpu` (thread id, current CPU, process CPU time).
 
 #[cfg(not(loom))]
 use std::sync::atomic::AtomicU32;

@@ -1,10 +1,13 @@
-//! Loom model: the EventCount protocol never loses a wakeup.
-//! Run: RUSTFLAGS="--cfg loom" cargo test -p manycore-sync --test loom_event_count --release
-#![cfg(loom)]
+//! Loom models of the [`EventCount`] protocol: no wakeup is ever lost.
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+//!     cargo test --release -p manycore-sync --lib loom_tests
+//! ```
 
+use crate::EventCount;
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
-use manycore_sync::EventCount;
 
 #[test]
 fn no_lost_wakeup() {

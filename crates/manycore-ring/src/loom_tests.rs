@@ -1,11 +1,15 @@
-//! Loom model of the ring: no loss, no duplicate, FIFO, under every interleaving.
-//! Run: RUSTFLAGS="--cfg loom" cargo test -p manycore-ring --test loom_ring --release
-#![cfg(loom)]
+//! Loom models of the ring: no loss, no duplicate, FIFO, and every message
+//! left in flight dropped exactly once, under every interleaving.
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+//!     cargo test --release -p manycore-ring --lib loom_tests
+//! ```
 
 #[test]
 fn no_loss_no_dup_fifo() {
     loom::model(|| {
-        let (mut tx, mut rx) = manycore_ring::channel::<u32>(2).unwrap();
+        let (mut tx, mut rx) = crate::channel::<u32>(2).unwrap();
         let t = loom::thread::spawn(move || {
             let mut i = 0;
             while i < 3 {
@@ -52,7 +56,7 @@ fn no_loss_no_dup_fifo() {
 #[test]
 fn drop_with_messages_in_flight() {
     loom::model(|| {
-        let (mut tx, mut rx) = manycore_ring::channel::<loom::sync::Arc<()>>(2).unwrap();
+        let (mut tx, mut rx) = crate::channel::<loom::sync::Arc<()>>(2).unwrap();
         let token = loom::sync::Arc::new(());
         let t2 = token.clone();
         let t = loom::thread::spawn(move || {
