@@ -4,7 +4,7 @@
 
 use crate::executor::Executor;
 use crate::mailbox::Mailbox;
-use crate::raw::{Message, Rx};
+use crate::raw::{self, Message, Rx};
 use crate::runtime::Shared;
 use manycore_ring::{Consumer, Producer};
 use manycore_sync::atomic::Ordering;
@@ -27,14 +27,16 @@ const CLEAR_EVERY: u32 = 4096;
 
 thread_local! {
     static LANE: Cell<usize> = const { Cell::new(usize::MAX) };
+    /// This thread's core state while it runs `run_core` (see `raw::current`).
+    static CURRENT: raw::CurrentCore<CoreLocal> = const { raw::CurrentCore::new() };
 }
 
 /// Runs `f` with this thread's core state, if this thread is a core (a
 /// thread-local pointer that `run_core` sets for the core's whole life; see
-/// `raw::with_current`).
+/// `raw::current`).
 #[inline]
 pub(crate) fn with_local<R>(f: impl FnOnce(Option<&CoreLocal>) -> R) -> R {
-    crate::raw::with_current(f)
+    raw::with_current(&CURRENT, f)
 }
 
 /// True if the calling thread is a core of runtime `id`.
@@ -676,8 +678,9 @@ pub(crate) fn run_core(local: CoreLocal) {
     let l = &local;
     // SAFETY: nothing borrows `local` mutably; the guard stays on this frame
     // and is dropped before `local` (below, or when unwinding: it was
-    // declared after it).
-    let core = unsafe { crate::raw::enter_core(l) };
+    // declared after it); `exit_core` drops every task, coroutines
+    // included, before `local` is dropped.
+    let core = unsafe { raw::enter(&CURRENT, l) };
     let policy_spin = l.shared.idle.spin_budget();
     let mut budget = SpinBudget::new(policy_spin);
     let mut empty = 0u32;

@@ -1,154 +1,16 @@
-//! All of manycore-rt's `unsafe`: the type-erased message record, and the
-//! completion cell an invocation's result travels through.
+//! The completion record an invocation's result travels through, shared by
+//! its completer and its single waiter without a reference count.
 
 use crate::error::InvokeError;
 use manycore_sync::atomic::{AtomicU32, Ordering};
 use manycore_sync::cell::UnsafeCell;
-use std::mem::{align_of, size_of, ManuallyDrop, MaybeUninit};
+#[cfg(not(loom))]
+use std::mem::ManuallyDrop;
 use std::ptr::NonNull;
 use std::task::Waker;
 
-/// Bytes of closure a message carries inline; larger closures are boxed.
-pub const INLINE_BYTES: usize = 48;
-
-type Payload = MaybeUninit<[usize; INLINE_BYTES / 8]>;
-
-/// An invocation record: a shim pointer plus the closure (inline when it
-/// fits). 56 bytes, so that with the ring's 8-byte sequence word a message is
-/// exactly one cache line.
-pub(crate) struct Message {
-    shim: unsafe fn(*mut Payload, bool),
-    payload: Payload,
-}
-
-const _: () = assert!(size_of::<Message>() == 56);
-
-// SAFETY: every constructor takes an `F: Send`; the payload holds only that F
-// (or a Box<F>), so moving the record to another thread moves an F.
-unsafe impl Send for Message {}
-
-impl Message {
-    /// Wraps a closure. No allocation if `F` is at most [`INLINE_BYTES`] bytes
-    /// with alignment at most 8.
-    #[inline]
-    pub(crate) fn new<F: FnOnce() + Send + 'static>(f: F) -> Self {
-        let mut payload = Payload::uninit();
-        if Self::fits::<F>() {
-            // SAFETY: `fits` checked that F's size and alignment fit the payload.
-            unsafe { payload.as_mut_ptr().cast::<F>().write(f) };
-            Message {
-                shim: inline_shim::<F>,
-                payload,
-            }
-        } else {
-            let boxed = Box::into_raw(Box::new(f));
-            // SAFETY: a pointer fits and is aligned in a payload of usizes.
-            unsafe { payload.as_mut_ptr().cast::<*mut F>().write(boxed) };
-            Message {
-                shim: boxed_shim::<F>,
-                payload,
-            }
-        }
-    }
-
-    /// True if a closure of type `F` travels inline (no allocation).
-    pub(crate) const fn fits<F>() -> bool {
-        size_of::<F>() <= INLINE_BYTES && align_of::<F>() <= align_of::<Payload>()
-    }
-
-    /// Runs the closure, consuming the message.
-    #[inline]
-    pub(crate) fn run(self) {
-        let mut me = ManuallyDrop::new(self);
-        // SAFETY: the payload holds the value `shim` expects and it has not been
-        // consumed; ManuallyDrop keeps `Drop` from consuming it a second time.
-        unsafe { (me.shim)(&mut me.payload, true) }
-    }
-}
-
-impl Drop for Message {
-    fn drop(&mut self) {
-        // SAFETY: a message not yet run still owns its closure; dropping it once here.
-        unsafe { (self.shim)(&mut self.payload, false) }
-    }
-}
-
-/// # Safety
-/// `p` must hold an initialised `F` written by `Message::new`, not yet consumed.
-unsafe fn inline_shim<F: FnOnce()>(p: *mut Payload, run: bool) {
-    // SAFETY: guaranteed by the caller; the read moves F out and we own it now.
-    let f = unsafe { p.cast::<F>().read() };
-    if run {
-        f()
-    }
-}
-
-/// # Safety
-/// `p` must hold a `Box<F>` pointer written by `Message::new`, not yet consumed.
-unsafe fn boxed_shim<F: FnOnce()>(p: *mut Payload, run: bool) {
-    // SAFETY: guaranteed by the caller; the pointer came from Box::into_raw.
-    let f = unsafe { Box::from_raw(p.cast::<*mut F>().read()) };
-    if run {
-        f()
-    }
-}
-
-/// The calling thread's core state: null off the cores, and on a core's
-/// thread, while the guard that [`enter_core`] returns lives, the core's
-/// `CoreLocal`. A `Cell` of a raw pointer rather than a
-/// `RefCell<Option<Rc<_>>>`: a thread-local without a destructor needs no
-/// registration check on access, and reading it stores nothing (a
-/// `RefCell` borrow writes its flag twice), which matters on every send.
-mod current {
-    use crate::scheduler::CoreLocal;
-    use std::cell::Cell;
-    use std::marker::PhantomData;
-
-    thread_local! {
-        static CURRENT: Cell<*const CoreLocal> = const { Cell::new(std::ptr::null()) };
-    }
-
-    /// While it lives, its `CoreLocal` is this thread's core state; dropped
-    /// (at the end of the core, or while unwinding out of it), the thread is
-    /// no longer a core. It borrows the `CoreLocal`, so the borrow checker
-    /// keeps the `CoreLocal` alive and in place for as long as the pointer
-    /// can be read.
-    #[derive(Debug)]
-    pub(crate) struct CoreGuard<'a>(PhantomData<&'a CoreLocal>);
-
-    impl Drop for CoreGuard<'_> {
-        fn drop(&mut self) {
-            CURRENT.with(|c| c.set(std::ptr::null()));
-        }
-    }
-
-    /// Makes `local` this thread's core state for as long as the returned
-    /// guard lives.
-    ///
-    /// # Safety
-    /// Nothing may borrow `local` mutably while the guard lives (it is
-    /// handed out as `&CoreLocal` to any code on this thread), and the
-    /// guard must stay on this thread's stack (it is not `Send` anyway).
-    pub(crate) unsafe fn enter_core(local: &CoreLocal) -> CoreGuard<'_> {
-        CURRENT.with(|c| c.set(local));
-        CoreGuard(PhantomData)
-    }
-
-    /// Runs `f` with this thread's core state, if this thread is a core.
-    #[inline]
-    pub(crate) fn with_current<R>(f: impl FnOnce(Option<&CoreLocal>) -> R) -> R {
-        let p = CURRENT.with(Cell::get);
-        // SAFETY: a non-null pointer was set by `enter_core` and is cleared
-        // by its guard's drop; the guard borrows the CoreLocal, so the
-        // CoreLocal is alive, in place and (by `enter_core`'s contract) not
-        // mutably borrowed while the pointer is set. The guard is dropped
-        // only by its owner (`run_core`, at its top level or when unwinding
-        // out of it), never inside `f`, so the reference, which does not
-        // outlive `f`, stays valid while `f` runs.
-        f(unsafe { p.as_ref() })
-    }
-}
-pub(crate) use current::{enter_core, with_current};
+#[cfg(not(loom))]
+use super::blocks;
 
 const DONE: u32 = 1;
 const WAITER: u32 = 2;
@@ -209,7 +71,7 @@ pub(crate) fn completion<T>() -> (Tx<T>, Rx<T>) {
         freed: std::sync::atomic::AtomicBool::new(false),
     };
     #[cfg(not(loom))]
-    let p = match records::take::<Completion<T>>() {
+    let p = match blocks::take::<Completion<T>>() {
         Some(p) => {
             // SAFETY: `take` gave us an unused block with room and alignment
             // for a Completion<T>.
@@ -223,117 +85,6 @@ pub(crate) fn completion<T>() -> (Tx<T>, Rx<T>) {
     #[cfg(loom)]
     let p = NonNull::from(Box::leak(Box::new(c)));
     (Tx { p }, Rx { p })
-}
-
-/// Completion records that fit one cache line come from a small per-thread
-/// queue of line-sized, line-aligned blocks, oldest first.
-///
-/// Why not `Box`: the allocator hands the block it was just given back at
-/// once, and the waiter then writes (frees, then initialises) a line that
-/// the completer wrote a moment ago: on the caller's critical path it waits
-/// for that line to come back from the other core. Here a freed block goes
-/// to the back of the queue and is taken again only after a few others. A
-/// whole line also means no false sharing with whatever the allocator put
-/// beside a 56-byte record. `rttq` (call round trip, core 0 -> 1): 171-204
-/// ns -> 163-169 ns in interleaved runs. (Also writing to the next block
-/// while waiting, to fetch its line early, measured no better.)
-#[cfg(not(loom))]
-mod records {
-    use std::alloc::{alloc, dealloc, Layout};
-    use std::cell::RefCell;
-    use std::collections::VecDeque;
-    use std::ptr::NonNull;
-
-    /// One cache line.
-    const BLOCK: Layout = match Layout::from_size_align(64, 64) {
-        Ok(l) => l,
-        Err(_) => panic!("64-byte blocks"),
-    };
-    /// Blocks kept per thread (more are given back to the allocator).
-    const KEEP: usize = 16;
-    /// Blocks a thread keeps in reserve before it reuses one, so that the
-    /// block it takes is not the one it just freed.
-    const RESERVE: usize = 2;
-
-    struct Queue(VecDeque<NonNull<u8>>);
-
-    impl Drop for Queue {
-        fn drop(&mut self) {
-            for p in self.0.drain(..) {
-                // SAFETY: every block in the queue came from `alloc(BLOCK)`
-                // and is unused.
-                unsafe { dealloc(p.as_ptr(), BLOCK) };
-            }
-        }
-    }
-
-    thread_local! {
-        static FREE: RefCell<Queue> = const { RefCell::new(Queue(VecDeque::new())) };
-    }
-
-    /// True if records of type `R` use the blocks.
-    const fn fits<R>() -> bool {
-        std::mem::size_of::<R>() <= BLOCK.size() && std::mem::align_of::<R>() <= BLOCK.align()
-    }
-
-    /// A block for an `R`: the oldest free one, or a new one. None if `R`
-    /// does not fit a block (the caller boxes it).
-    #[inline]
-    pub(super) fn take<R>() -> Option<NonNull<R>> {
-        if !fits::<R>() {
-            return None;
-        }
-        let reused = FREE
-            .try_with(|q| {
-                let mut q = q.borrow_mut();
-                if q.0.len() > RESERVE {
-                    q.0.pop_front()
-                } else {
-                    None
-                }
-            })
-            .ok()
-            .flatten();
-        let p = match reused {
-            Some(p) => p,
-            None => {
-                // SAFETY: BLOCK has a non-zero size.
-                let p = unsafe { alloc(BLOCK) };
-                NonNull::new(p).unwrap_or_else(|| std::alloc::handle_alloc_error(BLOCK))
-            }
-        };
-        Some(p.cast())
-    }
-
-    /// Gives back the block of a record of type `R` whose contents were
-    /// dropped. Returns false if `R` does not use blocks (the caller frees
-    /// it as a Box).
-    ///
-    /// # Safety
-    /// `p` came from [`take::<R>`], and nothing refers to it any more.
-    #[inline]
-    pub(super) unsafe fn give<R>(p: NonNull<R>) -> bool {
-        if !fits::<R>() {
-            return false;
-        }
-        let p = p.cast::<u8>();
-        let kept = FREE
-            .try_with(|q| {
-                let mut q = q.borrow_mut();
-                if q.0.len() < KEEP {
-                    q.0.push_back(p);
-                    true
-                } else {
-                    false
-                }
-            })
-            .unwrap_or(false);
-        if !kept {
-            // SAFETY: guaranteed by the caller; blocks come from alloc(BLOCK).
-            unsafe { dealloc(p.as_ptr(), BLOCK) };
-        }
-        true
-    }
 }
 
 /// Loom models only: a completion and a probe that tells whether its record
@@ -391,9 +142,9 @@ unsafe fn free<T>(p: NonNull<Completion<T>>) {
         // SAFETY: guaranteed by the caller: the record is initialised and
         // nobody refers to it any more.
         unsafe { std::ptr::drop_in_place(p.as_ptr()) };
-        // SAFETY: as above; the block came from `records::take` exactly when
+        // SAFETY: as above; the block came from `blocks::take` exactly when
         // a Completion<T> fits one, else from Box::leak.
-        if !unsafe { records::give(p) } {
+        if !unsafe { blocks::give(p) } {
             // SAFETY: from Box::leak, contents already dropped: free the
             // memory only.
             drop(unsafe { Box::from_raw(p.as_ptr().cast::<ManuallyDrop<Completion<T>>>()) });
@@ -623,138 +374,6 @@ impl<T> Drop for Rx<T> {
             // SAFETY: the completer finished before it could see GONE, so it
             // will not free; we are last.
             unsafe { free(self.p) };
-        }
-    }
-}
-
-/// Where a running coroutine keeps its yielder, so that `block_on` deep in
-/// nested calls can suspend it.
-#[derive(Default)]
-pub(crate) struct YielderSlot(std::cell::Cell<*const corosensei::Yielder<(), ()>>);
-
-impl YielderSlot {
-    /// Called once by the coroutine body with its own yielder, which lives on
-    /// the coroutine's stack for as long as the coroutine does.
-    pub(crate) fn set(&self, y: &corosensei::Yielder<(), ()>) {
-        self.0.set(y as *const _);
-    }
-}
-
-/// The coroutine the current thread is running, while it runs.
-pub(crate) struct CoCtx {
-    pub(crate) yielder: std::rc::Rc<YielderSlot>,
-    pub(crate) waker: Waker,
-    /// Fault-address window of its guard page (see `overflow`).
-    pub(crate) bounds: (usize, usize),
-}
-
-thread_local! {
-    static CURRENT_CO: std::cell::RefCell<Option<CoCtx>> = const { std::cell::RefCell::new(None) };
-    static GUARD: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
-}
-
-/// Marks `ctx` as the running coroutine; returns the one it interrupts.
-pub(crate) fn enter_coroutine(ctx: CoCtx) -> Option<CoCtx> {
-    GUARD.with(|g| g.set(ctx.bounds));
-    CURRENT_CO.with(|c| c.borrow_mut().replace(ctx))
-}
-
-/// Restores the coroutine that was running before (or none).
-pub(crate) fn leave_coroutine(prev: Option<CoCtx>) {
-    GUARD.with(|g| g.set(prev.as_ref().map_or((0, 0), |p| p.bounds)));
-    CURRENT_CO.with(|c| *c.borrow_mut() = prev);
-}
-
-/// The waker of the running coroutine's task, if in a coroutine.
-pub(crate) fn coroutine_waker() -> Option<Waker> {
-    CURRENT_CO.with(|c| c.borrow().as_ref().map(|c| c.waker.clone()))
-}
-
-/// Suspends the running coroutine back to its core's executor.
-pub(crate) fn suspend_coroutine() {
-    let y = CURRENT_CO.with(|c| c.borrow().as_ref().map(|c| c.yielder.0.get()));
-    if let Some(y) = y.filter(|y| !y.is_null()) {
-        // SAFETY: the pointer was set by this coroutine's body to its own
-        // yielder, which lives on the coroutine's stack while the coroutine
-        // exists; CURRENT_CO holds it only while that coroutine is being
-        // resumed on this thread, which is exactly when we are running on its
-        // stack. No RefCell borrow is held across the suspension.
-        unsafe { (*y).suspend(()) }
-    }
-}
-
-/// Coroutine stack overflow reporting: a SIGSEGV/SIGBUS handler (on the
-/// alternate signal stack std gives every thread) that recognises a fault
-/// just below the running coroutine's stack, prints a clear message and
-/// aborts. Anything else goes to the handler that was there before.
-pub(crate) mod overflow {
-    use std::sync::Once;
-
-    /// Bytes below a coroutine stack's limit counted as its guard window.
-    const WINDOW: usize = 64 * 1024;
-
-    static mut OLD: [std::mem::MaybeUninit<libc::sigaction>; 2] =
-        [std::mem::MaybeUninit::uninit(); 2];
-    static INSTALL: Once = Once::new();
-
-    /// The fault-address window for a stack: its guard page (the lowest page
-    /// of the mapping; corosensei's `limit()` is the mapping's start) and a
-    /// margin below it, for frames large enough to jump the guard.
-    pub(crate) fn guard_window(stack: &corosensei::stack::DefaultStack) -> (usize, usize) {
-        use corosensei::stack::Stack;
-        // SAFETY: sysconf has no preconditions.
-        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as usize;
-        let limit = stack.limit().get();
-        (limit.saturating_sub(WINDOW), limit + page)
-    }
-
-    /// Installs the handler once per process.
-    pub(crate) fn install() {
-        INSTALL.call_once(|| {
-            for (i, sig) in [libc::SIGSEGV, libc::SIGBUS].into_iter().enumerate() {
-                // SAFETY: sigaction is plain data; all-zero is a valid empty set.
-                let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
-                act.sa_sigaction = handler as *const () as usize;
-                act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
-                // SAFETY: `OLD[i]` is written once here, under `Once`, before
-                // the handler that reads it is installed; `act` is valid.
-                unsafe {
-                    let old = (*std::ptr::addr_of_mut!(OLD))[i].as_mut_ptr();
-                    libc::sigaction(sig, &act, old);
-                }
-            }
-        });
-    }
-
-    extern "C" fn handler(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
-        // SAFETY: the kernel passes a valid siginfo for SA_SIGINFO handlers.
-        let addr = unsafe { (*info).si_addr() } as usize;
-        let (lo, hi) = super::GUARD.try_with(|g| g.get()).unwrap_or((0, 0));
-        if addr >= lo && addr < hi {
-            let msg = b"manycore: coroutine stack overflow: the coroutine ran past the guard page of its stack; \
-give it a larger stack (Builder::coroutine_stack or Core::spawn_coroutine_with_stack)\n";
-            // SAFETY: write(2) and abort are async-signal-safe; msg is valid.
-            unsafe {
-                libc::write(2, msg.as_ptr().cast(), msg.len());
-                libc::abort();
-            }
-        }
-        let i = if sig == libc::SIGSEGV { 0 } else { 1 };
-        // SAFETY: OLD[i] was initialised by `install` before this handler
-        // could run. We chain to it as the kernel would have called it.
-        unsafe {
-            let old = (*std::ptr::addr_of!(OLD))[i].assume_init_ref();
-            if old.sa_sigaction == libc::SIG_DFL || old.sa_sigaction == libc::SIG_IGN {
-                // Restore it and return: the fault repeats under the default.
-                libc::sigaction(sig, old, std::ptr::null_mut());
-            } else if old.sa_flags & libc::SA_SIGINFO != 0 {
-                let f: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void) =
-                    std::mem::transmute(old.sa_sigaction);
-                f(sig, info, ctx);
-            } else {
-                let f: extern "C" fn(libc::c_int) = std::mem::transmute(old.sa_sigaction);
-                f(sig);
-            }
         }
     }
 }
