@@ -50,7 +50,9 @@ impl<E> Clone for EventChannel<E> {
 
 impl<E> std::fmt::Debug for EventChannel<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EventChannel").field("sink", &self.sink).finish()
+        f.debug_struct("EventChannel")
+            .field("sink", &self.sink)
+            .finish()
     }
 }
 

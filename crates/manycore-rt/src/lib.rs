@@ -44,7 +44,7 @@ mod scheduler;
 mod timer;
 
 pub use crate::core::{current, Core};
-pub use channel::{EventChannel, Events, EventSink};
+pub use channel::{EventChannel, EventSink, Events};
 pub use coroutine::{block_on, DEFAULT_COROUTINE_STACK};
 pub use error::{Error, InvokeError};
 pub use group::{Group, Topology};
