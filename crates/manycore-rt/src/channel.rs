@@ -6,9 +6,9 @@
 //! sink that fires once after n events (the collective helper of the paper).
 
 use crate::core::Core;
+use crate::core_loop::with_local;
 use crate::error::InvokeError;
 use crate::object::Remote;
-use crate::scheduler::with_local;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::Future;

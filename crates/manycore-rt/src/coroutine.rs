@@ -11,10 +11,10 @@
 //! aborts, as Rust does for thread stacks (see `raw::overflow`).
 
 use crate::core::{Completer, Core};
+use crate::core_loop::with_local;
 use crate::error::{panic_message, InvokeError};
 use crate::invocation::Invocation;
 use crate::raw::{self, CoCtx};
-use crate::scheduler::with_local;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult};
 use std::future::Future;

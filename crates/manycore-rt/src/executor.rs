@@ -2,9 +2,9 @@
 //! stackless state machines). A waker on the task's own core pushes onto the
 //! ready queue; a waker anywhere else sends the core a message that does.
 
+use crate::core_loop::{with_local, CoreLocal};
 use crate::error::{panic_message, InvokeError};
 use crate::runtime::Shared;
-use crate::scheduler::{with_local, CoreLocal};
 use manycore_sync::atomic::{AtomicBool, Ordering};
 use std::cell::RefCell;
 use std::collections::VecDeque;

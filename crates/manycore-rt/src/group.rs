@@ -11,10 +11,10 @@
 //! every other member a child of the root (Seastar's `invoke_on_all` shape).
 
 use crate::core::Completer;
+use crate::core_loop::with_local;
 use crate::error::{panic_message, InvokeError};
 use crate::invocation::Invocation;
 use crate::object::Remote;
-use crate::scheduler::with_local;
 use manycore_sync::atomic::{AtomicU64, Ordering};
 use std::any::Any;
 use std::cell::RefCell;

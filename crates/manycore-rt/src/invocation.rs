@@ -3,9 +3,9 @@
 //! without a timeout (the futures and sync RPC of the cross-core invocation
 //! paper, section III).
 
+use crate::core_loop::with_local;
 use crate::error::InvokeError;
 use crate::raw::Rx;
-use crate::scheduler::with_local;
 use manycore_sync::SpinBudget;
 use std::future::Future;
 use std::pin::Pin;

@@ -29,6 +29,7 @@
 
 mod channel;
 mod core;
+mod core_loop;
 mod coroutine;
 mod error;
 mod executor;
@@ -39,20 +40,19 @@ mod mailbox;
 mod object;
 mod raw;
 mod runtime;
-mod sched;
-mod scheduler;
+mod task_queue;
 mod timer;
 
 pub use crate::core::{current, Core};
 pub use channel::{EventChannel, EventSink, Events};
+pub use core_loop::{debug_counts, park_current, poll_once, preempt_point};
 pub use coroutine::{block_on, DEFAULT_COROUTINE_STACK};
 pub use error::{Error, InvokeError};
 pub use group::{Group, Topology};
 pub use invocation::Invocation;
 pub use object::Remote;
 pub use runtime::{Builder, CoreStats, IdleHook, IdlePolicy, Runtime};
-pub use sched::{Deadline, Priority, Scheduler, TaskAttrs};
-pub use scheduler::{debug_counts, park_current, poll_once, preempt_point};
+pub use task_queue::{Deadline, Priority, Scheduler, TaskAttrs};
 pub use timer::{sleep, sleep_until, Sleep};
 
 /// Bytes of closure that travel inline in a message (larger ones are boxed).

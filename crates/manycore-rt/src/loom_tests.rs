@@ -34,7 +34,7 @@ fn receive_or_sleep(mb: &Mailbox, rx: &mut manycore_ring::Consumer<u32>) -> u32 
     }
 }
 
-/// The receiver's loop as in `scheduler.rs`: poll by active bits; to sleep,
+/// The receiver's loop as in `core_loop`: poll by active bits; to sleep,
 /// clear bits, announce, re-scan every ring, then wait; after a wakeup or a
 /// cancelled sleep, scan every ring. The sender publishes and announces. The
 /// message must always be received (loom reports a deadlock otherwise).

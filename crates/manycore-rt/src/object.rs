@@ -9,10 +9,10 @@
 //! twice, and never reported stale because it was busy.
 
 use crate::core::{Completer, Core};
+use crate::core_loop::{with_local, CoreLocal};
 use crate::error::{panic_message, InvokeError};
 use crate::invocation::Invocation;
 use crate::raw::Message;
-use crate::scheduler::{with_local, CoreLocal};
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::VecDeque;

@@ -2,10 +2,10 @@
 //! original CPU set), the state they share, and shutdown.
 
 use crate::core::Core;
+use crate::core_loop::{self, CoreLocal};
 use crate::error::Error;
 use crate::mailbox::Mailbox;
 use crate::raw::Message;
-use crate::scheduler::{self, CoreLocal};
 use manycore_ring::{Consumer, Producer};
 use manycore_sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use manycore_sync::CachePadded;
@@ -71,8 +71,8 @@ pub struct Builder {
     ring_capacity: Option<usize>,
     lanes: usize,
     name: String,
-    scheduler: crate::sched::Scheduler,
-    core_schedulers: Vec<(usize, crate::sched::Scheduler)>,
+    scheduler: crate::task_queue::Scheduler,
+    core_schedulers: Vec<(usize, crate::task_queue::Scheduler)>,
     coroutine_stack: usize,
 }
 
@@ -83,12 +83,12 @@ impl Builder {
         self
     }
     /// The scheduler of every core's task queue (default FIFO).
-    pub fn scheduler(mut self, s: crate::sched::Scheduler) -> Self {
+    pub fn scheduler(mut self, s: crate::task_queue::Scheduler) -> Self {
         self.scheduler = s;
         self
     }
     /// The scheduler of core `i` only (overrides [`Builder::scheduler`]).
-    pub fn core_scheduler(mut self, i: usize, s: crate::sched::Scheduler) -> Self {
+    pub fn core_scheduler(mut self, i: usize, s: crate::task_queue::Scheduler) -> Self {
         self.core_schedulers.push((i, s));
         self
     }
@@ -233,7 +233,7 @@ impl Builder {
                         // A failed pin is not fatal: the core still works, only unpinned.
                         let _ = manycore_sync::cpu::pin_current(cpu);
                     }
-                    scheduler::run_core(CoreLocal::new(i, sh, ps, cs, sched));
+                    core_loop::run_core(CoreLocal::new(i, sh, ps, cs, sched));
                 });
             match spawned {
                 Ok(h) => threads.push(h),
@@ -511,7 +511,7 @@ impl Runtime {
     pub fn shutdown(&self) {
         self.shared.stopping.store(true, Ordering::SeqCst);
         self.shared.wake_all();
-        if scheduler::on_core_of(self.shared.id) {
+        if core_loop::on_core_of(self.shared.id) {
             return;
         }
         let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());

@@ -146,7 +146,7 @@ pub(crate) struct CoreLocal {
     pub(crate) timers: crate::timer::TimerQueue,
     pub(crate) objects: crate::object::ObjectTable,
     pub(crate) pending: crate::group::PendingSinks,
-    pub(crate) tasks: crate::sched::TaskQueue,
+    pub(crate) tasks: crate::task_queue::TaskQueue,
     urgent_seen: Cell<u64>,
     /// The source whose ring last had a message (the idle loop watches it
     /// between polls).
@@ -180,7 +180,7 @@ impl CoreLocal {
         shared: Arc<Shared>,
         producers: Vec<Option<Producer<Message>>>,
         consumers: Vec<Option<Consumer<Message>>>,
-        sched: crate::sched::Scheduler,
+        sched: crate::task_queue::Scheduler,
     ) -> Self {
         let n = shared.n;
         let waker = Waker::from(Arc::new(DoorbellWaker {
@@ -199,7 +199,7 @@ impl CoreLocal {
             timers: Default::default(),
             objects: Default::default(),
             pending: Default::default(),
-            tasks: crate::sched::TaskQueue::new(sched),
+            tasks: crate::task_queue::TaskQueue::new(sched),
             urgent_seen: Cell::new(0),
             last_src: Cell::new(0),
             sent: Cell::new(0),
