@@ -299,7 +299,7 @@ impl Core {
         if sh.stopping.load(Ordering::Acquire) {
             return Err(InvokeError::Shutdown);
         }
-        let lane = core_loop::lane_of_this_thread(sh.lanes.len());
+        let lane = lane_of_this_thread(sh.lanes.len());
         let src = sh.n + lane;
         let mut pending = Some(m);
         let mut backoff = manycore_sync::Backoff::new();
@@ -334,6 +334,21 @@ impl Core {
             }
         }
     }
+}
+
+thread_local! {
+    /// This outside thread's lane number before the modulo (set on first use).
+    static LANE: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+}
+
+/// The lane this (outside) thread always uses, so its messages stay in order.
+fn lane_of_this_thread(lanes: usize) -> usize {
+    LANE.with(|c| {
+        if c.get() == usize::MAX {
+            c.set(manycore_sync::unique_id() as usize);
+        }
+        c.get() % lanes
+    })
 }
 
 /// Wraps `f` so that running it (on any core) completes a new invocation
