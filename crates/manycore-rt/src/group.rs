@@ -58,7 +58,8 @@ impl PendingSinks {
         let all = std::mem::take(&mut *self.map.borrow_mut());
         drop(all);
     }
-    /// Number of collectives waiting for children here.
+    /// Number of collectives waiting for children here (for `debug_counts`).
+    #[cfg(feature = "internals")]
     pub(crate) fn len(&self) -> usize {
         self.map.borrow().len()
     }
@@ -169,6 +170,11 @@ impl<T: 'static> Group<T> {
     }
 
     /// The generation the next collective will carry.
+    ///
+    /// Only with the `internals` feature: for tests that check that every
+    /// collective takes a generation of its own.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Relaxed)
     }
@@ -232,6 +238,11 @@ impl<T: 'static> Group<T> {
 
     /// [`reduce`](Self::reduce) that also returns the number of hops on the
     /// critical path (the depth the collective actually reached).
+    ///
+    /// Only with the `internals` feature: for benches and tests that check
+    /// the tree's depth.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
     pub fn reduce_measured<R, M, C>(&self, map: M, combine: C) -> Invocation<(R, u32)>
     where
         R: Send + 'static,

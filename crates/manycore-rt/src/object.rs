@@ -57,7 +57,8 @@ impl ObjectTable {
         (i, s.gen)
     }
 
-    /// Number of live objects.
+    /// Number of live objects (for `debug_counts`).
+    #[cfg(feature = "internals")]
     pub(crate) fn len(&self) -> usize {
         self.slots
             .borrow()

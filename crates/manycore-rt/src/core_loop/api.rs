@@ -1,6 +1,7 @@
 //! What code running on a core may ask of its core: serve it once
 //! ([`poll_once`]), run urgent work ([`preempt_point`]), sleep until there
 //! is work ([`park_current`]); and the counters the core keeps about it.
+//! `debug_counts` exists only with the `internals` feature, for tests.
 
 use super::with_local;
 use manycore_sync::atomic::Ordering;
@@ -8,6 +9,9 @@ use std::time::Instant;
 
 /// On a core: (live remote objects, collectives waiting for children) on
 /// this core. For tests that check nothing leaks; (0, 0) elsewhere.
+///
+/// Only with the `internals` feature: a probe for tests, not an API.
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub fn debug_counts() -> (usize, usize) {
     with_local(|l| l.map_or((0, 0), |l| (l.objects.len(), l.pending.len())))

@@ -14,8 +14,10 @@ mod inbox;
 mod outbox;
 mod wait;
 
-pub use api::{debug_counts, park_current, poll_once, preempt_point};
+#[cfg(feature = "internals")]
+pub use api::debug_counts;
 pub(crate) use api::{note_late_result, note_panic};
+pub use api::{park_current, poll_once, preempt_point};
 
 use crate::executor::Executor;
 use crate::mailbox::Mailbox;
