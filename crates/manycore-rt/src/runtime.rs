@@ -262,18 +262,36 @@ pub(crate) struct Lane {
     pub(crate) sent: u64,
 }
 
-/// What a core publishes about itself (written only by that core).
+/// What a core publishes about itself. Every field is written only by that
+/// core, with a plain store (a load and a store, not a read-modify-write,
+/// for the counters: there is one writer).
 #[derive(Default)]
 pub(crate) struct CoreState {
-    /// `epoch << 1 | idle`: the epoch grows each time the core becomes busy.
+    /// `epoch << 1 | idle`. The core stores it with Release when it goes
+    /// idle (after a full scan found nothing, with `sent`, `received` and
+    /// `urgent_received` stored just before) and when it becomes busy again
+    /// (the epoch grows by one, so no busy spell goes unseen). The shutdown's
+    /// quiescence check loads it with Acquire, then the counters.
     pub(crate) epoch_idle: AtomicU64,
+    /// Messages the core put into rings, as of its last going idle
+    /// (Release; Acquire in the quiescence check; Relaxed in `stats`).
     pub(crate) sent: AtomicU64,
+    /// Messages the core took from rings, as of its last going idle (as
+    /// `sent`).
     pub(crate) received: AtomicU64,
+    /// Async task polls run (Relaxed; for `stats`).
     pub(crate) tasks_run: AtomicU64,
+    /// Panics caught in code this core ran (Relaxed; for `stats`).
     pub(crate) panics: AtomicU64,
+    /// Times the core slept on its doorbell (Relaxed; for `stats`).
     pub(crate) sleeps: AtomicU64,
+    /// Nanoseconds the core spent asleep (Relaxed; for `stats`).
     pub(crate) asleep_ns: AtomicU64,
+    /// Results that came after their waiter gave up (Relaxed; for `stats`).
     pub(crate) late_results: AtomicU64,
+    /// Urgent invocations the core has taken, as of its last going idle (as
+    /// `sent`); the quiescence check compares it with the mailbox's count of
+    /// those pushed.
     pub(crate) urgent_received: AtomicU64,
 }
 
@@ -281,6 +299,7 @@ pub(crate) struct CoreState {
 pub(crate) struct Shared {
     pub(crate) id: u64,
     pub(crate) n: usize,
+    /// The rings of outside threads, one lane per group of threads.
     pub(crate) lanes: Box<[CachePadded<Mutex<Lane>>]>,
     pub(crate) idle: IdlePolicy,
     pub(crate) mailboxes: Box<[Mailbox]>,
@@ -289,9 +308,24 @@ pub(crate) struct Shared {
     /// The front lane of each core, for urgent invocations.
     pub(crate) urgent: Box<[Mutex<std::collections::VecDeque<Message>>]>,
     pub(crate) states: Box<[CachePadded<CoreState>]>,
+    /// Shutdown has begun: outside threads may no longer send (`Shutdown`),
+    /// cores keep serving each other. Set once by `Runtime::shutdown`
+    /// (SeqCst store, then every doorbell is rung); loaded with Acquire by
+    /// outside senders (`send_external`, `call_urgent`) and by a core about
+    /// to sleep, which then wakes every millisecond so that the shutdown can
+    /// progress.
     pub(crate) stopping: AtomicBool,
+    /// The runtime is quiescent and the cores must exit. Set once by
+    /// `Runtime::shutdown` after two equal quiescent snapshots (SeqCst store,
+    /// then every doorbell is rung); loaded with Acquire by the core loop
+    /// (which then exits), by the sleep re-check, and by an outside sender
+    /// waiting for room in a full ring (which then gives up).
     pub(crate) closing: AtomicBool,
+    /// The idle hook, if one is installed.
     pub(crate) idle_hook: Mutex<Option<Arc<dyn IdleHook>>>,
+    /// Bumped (`fetch_add`, Release) by `set_idle_hook` after it stored the
+    /// hook; a core loads it with Acquire each idle round and takes a new
+    /// copy of the hook (under the mutex) only when it changed.
     pub(crate) hook_gen: AtomicU64,
     pub(crate) coroutine_stack: usize,
 }

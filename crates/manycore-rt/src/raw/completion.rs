@@ -12,12 +12,49 @@ use std::task::Waker;
 #[cfg(not(loom))]
 use super::blocks;
 
+// The state word's bits. Each is set at most once per record; only WAITER
+// is ever cleared (by the waiter, to withdraw a registration).
+
+/// The result is in the value cell. Set once, by the completer
+/// ([`Tx::complete`], also when a dropped `Tx` completes with `Shutdown`),
+/// right after it wrote the value, with `fetch_add(DONE, AcqRel)`: its
+/// Release half publishes the value to the waiter's Acquire loads of the
+/// state (`is_done`, `register`, `cancel`, `Rx::drop`); its Acquire half
+/// pairs with the Release of `register`'s `fetch_or(WAITER)` (the waker is
+/// visible), of `cancel`'s CAS and of `Rx::drop`'s `fetch_or(GONE)`. The
+/// `prev` it returns decides the completer's path: fast if neither WAITER
+/// nor CANCELLED was set.
 const DONE: u32 = 1;
+/// The waiter has stored a waker and wants to be woken. Set by the waiter
+/// in `register`, with `fetch_or(WAITER, AcqRel)` after it wrote the waker
+/// cell (Release hands the waker to the completer's Acquire DONE). Cleared
+/// by the waiter only: by CAS while DONE is clear (`register` before it
+/// stores a new waker, `cancel`, `Rx::drop`), or with a Relaxed
+/// `fetch_and` when `register`'s `fetch_or` found DONE already set (the
+/// completer took its fast path without seeing it, and nothing reads the
+/// bit but the waiter). Seen by the completer in DONE's `prev`: it then
+/// takes the waker and wakes it (slow path).
 const WAITER: u32 = 2;
+/// The waiter gave up (a timeout) before the result came. Set by the
+/// waiter in `cancel`, by a CAS (AcqRel; Acquire on failure) that also
+/// clears WAITER, and only while DONE is clear: if DONE won, the result is
+/// taken instead. Seen by the completer in DONE's `prev`: it then drops the
+/// late result itself, on its own thread (slow path), and reports it late.
 const CANCELLED: u32 = 4;
-/// The waiter's handle is gone (dropped).
+/// The waiter's end (`Rx`) is dropped. Set by `Rx::drop` with
+/// `fetch_or(GONE, AcqRel)` unless the completer had already finished (then
+/// the waiter frees the record without it): Release orders the waiter's
+/// last touches of the record before the completer's free; Acquire lets the
+/// waiter free the record itself if the `prev` it got says the completer
+/// finished first. Seen by the completer in the `prev` of DONE (fast path)
+/// or FIN (slow path): it then frees the record.
 const GONE: u32 = 8;
-/// The completer finished its slow path (see below).
+/// The completer has finished its slow path. Set once by the completer,
+/// after it took the waker or the late value out of the record, with
+/// `fetch_add(FIN, AcqRel)`: Release ends its use of the record before a
+/// waiter that sees FIN frees it; Acquire pairs with GONE, if the completer
+/// is the one to free. Until FIN, a waiter that saw WAITER or CANCELLED
+/// beside DONE does not free the record.
 const FIN: u32 = 16;
 
 /// The meeting point of an invocation's completer (on the callee core) and
@@ -27,11 +64,12 @@ const FIN: u32 = 16;
 /// finishes last frees it.
 ///
 /// Protocol (one state word):
-/// * completer: write the value; set DONE (`fetch_add`: see `complete`). If neither WAITER nor
-///   CANCELLED was set (the fast path), it is finished: it frees the record if
-///   GONE was set, else leaves it to the waiter. Otherwise (slow path) it
-///   takes the waker (WAITER) or the value it must drop (CANCELLED), then
-///   `fetch_or(FIN)`, frees the record if GONE was set, and wakes the waker.
+/// * completer: write the value; set DONE (`fetch_add`: see `complete`). If
+///   neither WAITER nor CANCELLED was set (the fast path), it is finished: it
+///   frees the record if GONE was set, else leaves it to the waiter.
+///   Otherwise (slow path) it takes the waker (WAITER) or the value it must
+///   drop (CANCELLED), then sets FIN (`fetch_add`), frees the record if GONE
+///   was set, and wakes the waker.
 /// * the completer is therefore finished once DONE is set and either neither
 ///   WAITER nor CANCELLED is, or FIN is. WAITER and CANCELLED are only ever
 ///   set by the waiter before DONE (a WAITER set after DONE by `register` is
@@ -193,8 +231,7 @@ impl<T> Tx<T> {
         // is clear here and adding it is setting it. On x86 `fetch_or` with
         // its old value is a load and a `lock cmpxchg` loop: the load fetches
         // the waiter's line shared, then the cmpxchg fetches it again,
-        // exclusive (perf put 64% of `complete` on that load); `fetch_add`
-        // is one `lock xadd`, one fetch of the line.
+        // exclusive; `fetch_add` is one `lock xadd`, one fetch of the line.
         let prev = c.state.fetch_add(DONE, Ordering::AcqRel);
         if prev & (WAITER | CANCELLED) == 0 {
             if prev & GONE != 0 {
@@ -252,7 +289,7 @@ impl<T> Rx<T> {
     /// True once the result is stored.
     #[inline]
     pub(crate) fn is_done(&self) -> bool {
-        // Acquire; pairs with the Release half of `fetch_or(DONE)` in `complete`.
+        // Acquire; pairs with the Release half of `fetch_add(DONE)` in `complete`.
         self.c().state.load(Ordering::Acquire) & DONE != 0
     }
 
@@ -290,7 +327,8 @@ impl<T> Rx<T> {
         // SAFETY: WAITER is clear and we are the only waiter, so the completer
         // will not touch the waker cell unless it sees the WAITER we set below.
         c.waker.with_mut(|w| unsafe { *w = Some(waker.clone()) });
-        // AcqRel: Release hands the waker to the completer's Acquire `fetch_or`;
+        // AcqRel: Release hands the waker to the completer's Acquire
+        // `fetch_add(DONE)`;
         // Acquire lets us read the value if DONE is already set.
         if c.state.fetch_or(WAITER, Ordering::AcqRel) & DONE != 0 {
             // The completer took its fast path without seeing our WAITER: take
@@ -311,8 +349,9 @@ impl<T> Rx<T> {
             if s & DONE != 0 {
                 return true;
             }
-            // AcqRel: Release so the completer's Acquire `fetch_or` sees the
-            // withdrawal; Acquire (also on failure) to read the value if DONE won.
+            // AcqRel: Release so the completer's Acquire `fetch_add(DONE)` sees
+            // the withdrawal; Acquire (also on failure) to read the value if
+            // DONE won.
             match c.state.compare_exchange(
                 s,
                 (s | CANCELLED) & !WAITER,
