@@ -203,8 +203,9 @@ impl Core {
         inv
     }
 
-    /// An urgent invocation (the paper's preemptive CCI): it goes to this
-    /// core's front lane, ahead of everything queued, and runs at the next
+    /// An urgent invocation (the preemptive cross-core invocation of the
+    /// "Cross-core invocations on the SCC" paper): it goes to this core's
+    /// front lane, ahead of everything queued, and runs at the next
     /// scheduling point, including a [`preempt_point`](crate::preempt_point)
     /// inside a long task.
     pub fn call_urgent<T, F>(&self, f: F) -> Invocation<T>
@@ -281,7 +282,7 @@ impl Core {
     /// buffer; it waits until the stores before it reach the cache, and
     /// those include the previous message's slot, whose line the receiver
     /// holds. Every send then waited for a cache-line transfer, as long as
-    /// a fence (perf put 85% of the sender's time on that load).
+    /// a fence.
     #[inline]
     pub(crate) fn send_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), InvokeError> {
         if !Message::fits::<F>() {

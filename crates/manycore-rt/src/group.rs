@@ -1,10 +1,10 @@
-//! Groups and collective invocations over multicast trees (the cross-core
-//! invocation paper, section II.C and Figure 1): `ateach` propagates one
-//! invocation down a k-ary tree of members; `reduce` and `gather` also send
-//! results back up, combining them at every inner node (a temporary counting
-//! sink on that node's core) rather than all at the root. Every collective
-//! carries its group's next generation number, and its sinks are keyed by
-//! it, so back-to-back collectives on one group never mix.
+//! Groups and collective invocations over multicast trees (the "Cross-core
+//! invocations on the SCC" paper, section II.C and Figure 1): `ateach`
+//! propagates one invocation down a k-ary tree of members; `reduce` and
+//! `gather` also send results back up, combining them at every inner node (a
+//! temporary counting sink on that node's core) rather than all at the root.
+//! Every collective carries its group's next generation number, and its sinks
+//! are keyed by it, so back-to-back collectives on one group never mix.
 //!
 //! The tree is laid out like a heap over member indices: member 0 is the
 //! root, member i's children are `k*i+1 ..= k*i+k`. `Topology::Flat` makes
@@ -82,9 +82,9 @@ impl PendingSinks {
 /// ```
 ///
 /// Ordering: every hop is FIFO per (source, destination), so collectives
-/// issued from one place over the *same* tree reach each member in issue
-/// order. Collectives over different topologies take different paths and
-/// may overtake each other.
+/// started from one place over the *same* tree reach each member in the order
+/// they were started. Collectives over different topologies take different
+/// paths and may overtake each other.
 pub struct Group<T> {
     members: Arc<[Remote<T>]>,
     topology: Topology,

@@ -1,5 +1,5 @@
 //! Remote objects: `Remote<T>` is a global object pointer (the RMI of the
-//! cross-core invocation paper, section III.B): a core plus a
+//! "Cross-core invocations on the SCC" paper, section III.B): a core plus a
 //! generation-checked slot in that core's object table. The object lives on,
 //! is invoked on, and is freed on its own core; only the pointer travels.
 //!

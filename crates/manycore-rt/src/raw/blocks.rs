@@ -1,5 +1,8 @@
 //! Completion records that fit one cache line come from a small per-thread
-//! queue of line-sized, line-aligned blocks, oldest first.
+//! queue of line-sized, line-aligned blocks, oldest first. A block is taken
+//! by the thread that makes the record (the caller) and given back to the
+//! queue of the thread that frees it (whichever end finishes last), so
+//! blocks move between threads; a queue keeps at most `KEEP` of them.
 //!
 //! Why not `Box`: the allocator hands the block it was just given back at
 //! once, and the waiter then writes (frees, then initialises) a line that
@@ -7,9 +10,7 @@
 //! for that line to come back from the other core. Here a freed block goes
 //! to the back of the queue and is taken again only after a few others. A
 //! whole line also means no false sharing with whatever the allocator put
-//! beside a 56-byte record. `rttq` (call round trip, core 0 -> 1): 171-204
-//! ns -> 163-169 ns in interleaved runs. (Also writing to the next block
-//! while waiting, to fetch its line early, measured no better.)
+//! beside a record smaller than a line.
 
 use std::alloc::{alloc, dealloc, Layout};
 use std::cell::RefCell;
