@@ -1,12 +1,14 @@
 //! manycore-rt: cores that share nothing and cooperate through cross-core
 //! invocations carried by cache-line message rings with doorbells.
 //!
-//! This follows Barrelfish on the SCC (message channels, notification bitmap,
-//! interrupt-driven wakeup) and the cross-core invocation model of the SCC
-//! papers (asynchronous and synchronous calls, futures, continuations). A
-//! *core* is a thread pinned to one CPU of the process's original CPU set; it
-//! runs its own scheduler and idles by polling, sleeping, or both.
-//! The message and sleep protocol is in `src/README.md`.
+//! This follows Barrelfish on the SCC (Peter, Schüpbach, Menzi, Roscoe et
+//! al.: message channels, a notification bitmap, interrupt-driven wakeup)
+//! and the "Cross-core invocations on the SCC" paper (asynchronous and
+//! synchronous calls, futures, continuations, remote objects, collectives,
+//! event channels, per-core scheduling). A *core* is a thread pinned to one
+//! CPU of the process's original CPU set; it runs its own scheduler and
+//! idles by polling, sleeping, or both. The message and sleep protocol, its
+//! invariants and why they hold are in `src/README.md`.
 //!
 //! ```
 //! use manycore_rt::{Runtime, IdlePolicy};
@@ -24,6 +26,21 @@
 //! rt.shutdown();
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Unsafe code
+//!
+//! Every abstraction built on `unsafe` is in the private module `raw`, one
+//! file per thing it makes safe. Outside it there are two `unsafe` blocks,
+//! each with its `SAFETY` argument: the core loop entering a core (it calls
+//! raw's `enter`, whose contract the loop's own structure keeps), and the
+//! object table lending an object in place while its slot is marked busy
+//! (`object.rs`).
+//!
+//! # Features
+//!
+//! `internals` (off by default) adds items that exist for tests, benches
+//! and probes, not for users: `debug_counts`, `Group::reduce_measured` and
+//! `Group::generation`. They are not a stable API.
 
 #![warn(missing_docs)]
 

@@ -1,6 +1,7 @@
-//! Loom models of manycore-rt's protocols, against the real `Mailbox`,
-//! ring, `EventCount` and `Completion`.
-//! Run: RUSTFLAGS="--cfg loom" cargo test -p manycore-rt --release --lib loom
+//! Loom models of manycore-rt's protocols (see `README.md` beside this
+//! file), against the real `Mailbox`, ring, `EventCount` and completion
+//! record. Run:
+//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --release -p manycore-rt --lib loom_tests`
 
 use crate::error::InvokeError;
 use crate::mailbox::Mailbox;

@@ -42,6 +42,29 @@ pub fn preempt_point() -> bool {
 /// timer or `timeout` (whichever first), following the idle protocol (no
 /// wakeup is lost). Returns at once if work is already waiting; then call
 /// [`poll_once`]. Off the cores: sleeps the thread for `timeout`.
+///
+/// With [`poll_once`] it makes a waiting loop of one's own on a core: code
+/// that waits for a condition which a message will make true serves the
+/// core and sleeps between looks, instead of spinning.
+///
+/// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// let rt = manycore_rt::Runtime::builder().cores(2).build().unwrap();
+/// let c1 = rt.core(1).clone();
+/// let r = rt.core(0).call(move || {
+///     let flag = Arc::new(AtomicBool::new(false));
+///     let (f, c0) = (flag.clone(), manycore_rt::current().unwrap());
+///     // Core 1 answers with a message that raises the flag on core 0.
+///     c1.spawn(move || drop(c0.spawn(move || f.store(true, Ordering::Relaxed)))).unwrap();
+///     while !flag.load(Ordering::Relaxed) {
+///         manycore_rt::park_current(Duration::from_millis(10));
+///         manycore_rt::poll_once();
+///     }
+/// }).wait();
+/// assert!(r.is_ok());
+/// ```
 pub fn park_current(timeout: std::time::Duration) {
     let on_core = with_local(|l| {
         l.map(|l| {
