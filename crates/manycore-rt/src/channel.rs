@@ -1,14 +1,15 @@
-//! Event channels (the cross-core invocation paper, section III.C; REFLEX
-//! event channels): a `EventSink<E>` lives on one core and decides what an event
-//! does there; a `EventChannel<E>` is the `Clone + Send` global pointer to it, and
-//! `emit` sends an event without knowing the reaction. Sinks come in three
-//! kinds: a handler closure, an async task woken per event, and a counting
-//! sink that fires once after n events (the collective helper of the paper).
+//! Event channels (the "Cross-core invocations on the SCC" paper, section
+//! III.C; REFLEX event channels): an `EventSink<E>` lives on one core and
+//! decides what an event does there; an `EventChannel<E>` is the `Clone +
+//! Send` global pointer to it, and `emit` sends an event without knowing the
+//! reaction. Sinks come in three kinds: a handler closure, an async task
+//! woken per event, and a counting sink that fires once after n events (the
+//! collective helper of that paper).
 
 use crate::core::Core;
+use crate::core_loop::with_local;
 use crate::error::InvokeError;
 use crate::object::Remote;
-use crate::scheduler::with_local;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::future::Future;
@@ -35,7 +36,7 @@ impl<E> std::fmt::Debug for Events<E> {
     }
 }
 
-/// A global pointer to a [`EventSink`]: emit events to it from anywhere.
+/// A global pointer to an [`EventSink`]: emit events to it from anywhere.
 pub struct EventChannel<E> {
     sink: Remote<EventSink<E>>,
 }

@@ -3,11 +3,11 @@
 //! [`Invocation`] to wait on or await: sync RPC and futures), `call_then`
 //! (a continuation run on a core the caller names) and `spawn_async`.
 
+use crate::core_loop;
 use crate::error::{panic_message, InvokeError};
 use crate::invocation::Invocation;
 use crate::raw::{self, Message};
 use crate::runtime::Shared;
-use crate::scheduler;
 use manycore_sync::atomic::Ordering;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -46,7 +46,7 @@ impl Eq for Core {}
 /// assert_eq!(i, 1);
 /// ```
 pub fn current() -> Option<Core> {
-    scheduler::with_local(|l| l.map(|l| Core::new(l.shared.clone(), l.index)))
+    core_loop::with_local(|l| l.map(|l| Core::new(l.shared.clone(), l.index)))
 }
 
 impl Core {
@@ -147,7 +147,7 @@ impl Core {
             completer.complete(r);
         };
         let _ = self.send(Message::new(move || {
-            scheduler::with_local(|l| {
+            core_loop::with_local(|l| {
                 if let Some(l) = l {
                     l.exec.spawn(l, Box::pin(task));
                 }
@@ -171,7 +171,7 @@ impl Core {
     /// ```
     pub fn spawn_with<F>(
         &self,
-        attrs: impl Into<crate::sched::TaskAttrs>,
+        attrs: impl Into<crate::task_queue::TaskAttrs>,
         f: F,
     ) -> Result<(), InvokeError>
     where
@@ -180,7 +180,7 @@ impl Core {
         let attrs = attrs.into();
         let task = Message::new(f);
         self.send(Message::new(move || {
-            scheduler::with_local(|l| {
+            core_loop::with_local(|l| {
                 if let Some(l) = l {
                     l.tasks.push(attrs, task);
                 }
@@ -189,7 +189,11 @@ impl Core {
     }
 
     /// [`call`](Self::call) through this core's scheduler queue, with attributes.
-    pub fn call_with<T, F>(&self, attrs: impl Into<crate::sched::TaskAttrs>, f: F) -> Invocation<T>
+    pub fn call_with<T, F>(
+        &self,
+        attrs: impl Into<crate::task_queue::TaskAttrs>,
+        f: F,
+    ) -> Invocation<T>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
@@ -199,8 +203,9 @@ impl Core {
         inv
     }
 
-    /// An urgent invocation (the paper's preemptive CCI): it goes to this
-    /// core's front lane, ahead of everything queued, and runs at the next
+    /// An urgent invocation (the preemptive cross-core invocation of the
+    /// "Cross-core invocations on the SCC" paper): it goes to this core's
+    /// front lane, ahead of everything queued, and runs at the next
     /// scheduling point, including a [`preempt_point`](crate::preempt_point)
     /// inside a long task.
     pub fn call_urgent<T, F>(&self, f: F) -> Invocation<T>
@@ -210,7 +215,7 @@ impl Core {
     {
         let (run, inv) = completing(f, self.shared.idle.spin_budget());
         let m = Message::new(run);
-        if !self.shared.stopping.load(Ordering::Acquire) || scheduler::on_core_of(self.shared.id) {
+        if !self.shared.stopping.load(Ordering::Acquire) || core_loop::on_core_of(self.shared.id) {
             self.shared.urgent[self.index]
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
@@ -257,9 +262,9 @@ impl Core {
     /// Runs `f(local, x)` if the caller is a core of this core's runtime;
     /// otherwise gives `x` back (the caller then goes the outside way).
     #[inline]
-    fn on_own_core<X>(&self, x: X, f: impl FnOnce(&scheduler::CoreLocal, X)) -> Option<X> {
+    fn on_own_core<X>(&self, x: X, f: impl FnOnce(&core_loop::CoreLocal, X)) -> Option<X> {
         let id = self.shared.id;
-        scheduler::with_local(|l| match l {
+        core_loop::with_local(|l| match l {
             Some(l) if l.shared.id == id => {
                 f(l, x);
                 None
@@ -277,7 +282,7 @@ impl Core {
     /// buffer; it waits until the stores before it reach the cache, and
     /// those include the previous message's slot, whose line the receiver
     /// holds. Every send then waited for a cache-line transfer, as long as
-    /// a fence (perf put 85% of the sender's time on that load).
+    /// a fence.
     #[inline]
     pub(crate) fn send_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), InvokeError> {
         if !Message::fits::<F>() {
@@ -295,7 +300,7 @@ impl Core {
         if sh.stopping.load(Ordering::Acquire) {
             return Err(InvokeError::Shutdown);
         }
-        let lane = scheduler::lane_of_this_thread(sh.lanes.len());
+        let lane = lane_of_this_thread(sh.lanes.len());
         let src = sh.n + lane;
         let mut pending = Some(m);
         let mut backoff = manycore_sync::Backoff::new();
@@ -332,6 +337,21 @@ impl Core {
     }
 }
 
+thread_local! {
+    /// This outside thread's lane number before the modulo (set on first use).
+    static LANE: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
+}
+
+/// The lane this (outside) thread always uses, so its messages stay in order.
+fn lane_of_this_thread(lanes: usize) -> usize {
+    LANE.with(|c| {
+        if c.get() == usize::MAX {
+            c.set(manycore_sync::unique_id() as usize);
+        }
+        c.get() % lanes
+    })
+}
+
 /// Wraps `f` so that running it (on any core) completes a new invocation
 /// with its result, or with `Panicked` if it panics; returns both halves.
 /// Dropping the wrapper unrun resolves the invocation to `Shutdown`.
@@ -365,7 +385,7 @@ impl<T> Completer<T> {
 
     pub(crate) fn complete(self, r: Result<T, InvokeError>) {
         if !self.0.complete(r) {
-            crate::scheduler::note_late_result();
+            crate::core_loop::note_late_result();
         }
     }
 }

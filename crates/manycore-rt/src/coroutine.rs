@@ -1,8 +1,9 @@
 //! Coroutines: stackful tasks that may block inside nested calls (the
-//! cross-core invocation paper, section IV.A), on corosensei. To the core's
-//! executor a coroutine is one more task with one `poll` (resume) entry, like
-//! an async task; inside it, [`block_on`] suspends the coroutine, not the
-//! core, until a future (an `Invocation`, a `sleep`, ...) is ready.
+//! "Cross-core invocations on the SCC" paper, section IV.A), on corosensei.
+//! To the core's executor a coroutine is one more task with one `poll`
+//! (resume) entry, like an async task; inside it, [`block_on`] suspends the
+//! coroutine, not the core, until a future (an `Invocation`, a `sleep`, ...)
+//! is ready.
 //!
 //! Each coroutine has its own stack (default 256 KiB, set per runtime with
 //! `Builder::coroutine_stack` or per call) with a guard page below it: an
@@ -11,10 +12,10 @@
 //! aborts, as Rust does for thread stacks (see `raw::overflow`).
 
 use crate::core::{Completer, Core};
+use crate::core_loop::with_local;
 use crate::error::{panic_message, InvokeError};
 use crate::invocation::Invocation;
 use crate::raw::{self, CoCtx};
-use crate::scheduler::with_local;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult};
 use std::future::Future;

@@ -88,7 +88,7 @@ impl std::error::Error for Error {
 /// Turns a panic payload into the message carried by [`InvokeError::Panicked`],
 /// and counts the panic in the current core's stats.
 pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    crate::scheduler::note_panic();
+    crate::core_loop::note_panic();
     if let Some(s) = p.downcast_ref::<&str>() {
         (*s).to_string()
     } else if let Some(s) = p.downcast_ref::<String>() {

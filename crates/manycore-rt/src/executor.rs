@@ -1,10 +1,11 @@
-//! A minimal executor per core for `async` tasks (the paper's protothreads:
-//! stackless state machines). A waker on the task's own core pushes onto the
-//! ready queue; a waker anywhere else sends the core a message that does.
+//! A minimal executor per core for `async` tasks (the protothreads of the
+//! "Cross-core invocations on the SCC" paper: stackless state machines). A
+//! waker on the task's own core pushes onto the ready queue; a waker anywhere
+//! else sends the core a message that does.
 
+use crate::core_loop::{with_local, CoreLocal};
 use crate::error::{panic_message, InvokeError};
 use crate::runtime::Shared;
-use crate::scheduler::{with_local, CoreLocal};
 use manycore_sync::atomic::{AtomicBool, Ordering};
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -27,6 +28,11 @@ struct TaskHeader {
     core: usize,
     id: usize,
     gen: u32,
+    /// The task is in (or on its way to) its core's ready queue. Set by a
+    /// waker with `swap(true, AcqRel)`, which queues the task only if the
+    /// bit was clear; cleared by the executor with a Release store just
+    /// before each poll, so that a wake during the poll queues the task
+    /// again. Starts set (a new task is queued at once).
     queued: AtomicBool,
     shared: Weak<Shared>,
 }

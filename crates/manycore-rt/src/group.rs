@@ -1,20 +1,20 @@
-//! Groups and collective invocations over multicast trees (the cross-core
-//! invocation paper, section II.C and Figure 1): `ateach` propagates one
-//! invocation down a k-ary tree of members; `reduce` and `gather` also send
-//! results back up, combining them at every inner node (a temporary counting
-//! sink on that node's core) rather than all at the root. Every collective
-//! carries its group's next generation number, and its sinks are keyed by
-//! it, so back-to-back collectives on one group never mix.
+//! Groups and collective invocations over multicast trees (the "Cross-core
+//! invocations on the SCC" paper, section II.C and Figure 1): `ateach`
+//! propagates one invocation down a k-ary tree of members; `reduce` and
+//! `gather` also send results back up, combining them at every inner node (a
+//! temporary counting sink on that node's core) rather than all at the root.
+//! Every collective carries its group's next generation number, and its sinks
+//! are keyed by it, so back-to-back collectives on one group never mix.
 //!
 //! The tree is laid out like a heap over member indices: member 0 is the
 //! root, member i's children are `k*i+1 ..= k*i+k`. `Topology::Flat` makes
 //! every other member a child of the root (Seastar's `invoke_on_all` shape).
 
 use crate::core::Completer;
+use crate::core_loop::with_local;
 use crate::error::{panic_message, InvokeError};
 use crate::invocation::Invocation;
 use crate::object::Remote;
-use crate::scheduler::with_local;
 use manycore_sync::atomic::{AtomicU64, Ordering};
 use std::any::Any;
 use std::cell::RefCell;
@@ -58,7 +58,8 @@ impl PendingSinks {
         let all = std::mem::take(&mut *self.map.borrow_mut());
         drop(all);
     }
-    /// Number of collectives waiting for children here.
+    /// Number of collectives waiting for children here (for `debug_counts`).
+    #[cfg(feature = "internals")]
     pub(crate) fn len(&self) -> usize {
         self.map.borrow().len()
     }
@@ -81,9 +82,9 @@ impl PendingSinks {
 /// ```
 ///
 /// Ordering: every hop is FIFO per (source, destination), so collectives
-/// issued from one place over the *same* tree reach each member in issue
-/// order. Collectives over different topologies take different paths and
-/// may overtake each other.
+/// started from one place over the *same* tree reach each member in the order
+/// they were started. Collectives over different topologies take different
+/// paths and may overtake each other.
 pub struct Group<T> {
     members: Arc<[Remote<T>]>,
     topology: Topology,
@@ -169,6 +170,11 @@ impl<T: 'static> Group<T> {
     }
 
     /// The generation the next collective will carry.
+    ///
+    /// Only with the `internals` feature: for tests that check that every
+    /// collective takes a generation of its own.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Relaxed)
     }
@@ -232,6 +238,11 @@ impl<T: 'static> Group<T> {
 
     /// [`reduce`](Self::reduce) that also returns the number of hops on the
     /// critical path (the depth the collective actually reached).
+    ///
+    /// Only with the `internals` feature: for benches and tests that check
+    /// the tree's depth.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
     pub fn reduce_measured<R, M, C>(&self, map: M, combine: C) -> Invocation<(R, u32)>
     where
         R: Send + 'static,

@@ -1,11 +1,11 @@
 //! `Invocation<T>`: the caller's end of a cross-core call. It is a
 //! `std::future::Future`, and it can also be waited on synchronously, with or
-//! without a timeout (the futures and sync RPC of the cross-core invocation
-//! paper, section III).
+//! without a timeout (the futures and sync RPC of the "Cross-core invocations
+//! on the SCC" paper, section III).
 
+use crate::core_loop::with_local;
 use crate::error::InvokeError;
 use crate::raw::Rx;
-use crate::scheduler::with_local;
 use manycore_sync::SpinBudget;
 use std::future::Future;
 use std::pin::Pin;

@@ -1,12 +1,14 @@
 //! manycore-rt: cores that share nothing and cooperate through cross-core
 //! invocations carried by cache-line message rings with doorbells.
 //!
-//! This follows Barrelfish on the SCC (message channels, notification bitmap,
-//! interrupt-driven wakeup) and the cross-core invocation model of the SCC
-//! papers (asynchronous and synchronous calls, futures, continuations). A
-//! *core* is a thread pinned to one CPU of the process's original CPU set; it
-//! runs its own scheduler and idles by polling, sleeping, or both.
-//! The message and sleep protocol is in `src/README.md`.
+//! This follows Barrelfish on the SCC (Peter, Schüpbach, Menzi, Roscoe et
+//! al.: message channels, a notification bitmap, interrupt-driven wakeup)
+//! and the "Cross-core invocations on the SCC" paper (asynchronous and
+//! synchronous calls, futures, continuations, remote objects, collectives,
+//! event channels, per-core scheduling). A *core* is a thread pinned to one
+//! CPU of the process's original CPU set; it runs its own scheduler and
+//! idles by polling, sleeping, or both. The message and sleep protocol, its
+//! invariants and why they hold are in `src/README.md`.
 //!
 //! ```
 //! use manycore_rt::{Runtime, IdlePolicy};
@@ -24,11 +26,27 @@
 //! rt.shutdown();
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Unsafe code
+//!
+//! Every abstraction built on `unsafe` is in the private module `raw`, one
+//! file per thing it makes safe. Outside it there are two `unsafe` blocks,
+//! each with its `SAFETY` argument: the core loop entering a core (it calls
+//! raw's `enter`, whose contract the loop's own structure keeps), and the
+//! object table lending an object in place while its slot is marked busy
+//! (`object.rs`).
+//!
+//! # Features
+//!
+//! `internals` (off by default) adds items that exist for tests, benches
+//! and probes, not for users: `debug_counts`, `Group::reduce_measured` and
+//! `Group::generation`. They are not a stable API.
 
 #![warn(missing_docs)]
 
 mod channel;
 mod core;
+mod core_loop;
 mod coroutine;
 mod error;
 mod executor;
@@ -39,20 +57,21 @@ mod mailbox;
 mod object;
 mod raw;
 mod runtime;
-mod sched;
-mod scheduler;
+mod task_queue;
 mod timer;
 
 pub use crate::core::{current, Core};
 pub use channel::{EventChannel, EventSink, Events};
+#[cfg(feature = "internals")]
+pub use core_loop::debug_counts;
+pub use core_loop::{park_current, poll_once, preempt_point};
 pub use coroutine::{block_on, DEFAULT_COROUTINE_STACK};
 pub use error::{Error, InvokeError};
 pub use group::{Group, Topology};
 pub use invocation::Invocation;
 pub use object::Remote;
 pub use runtime::{Builder, CoreStats, IdleHook, IdlePolicy, Runtime};
-pub use sched::{Deadline, Priority, Scheduler, TaskAttrs};
-pub use scheduler::{debug_counts, park_current, poll_once, preempt_point};
+pub use task_queue::{Deadline, Priority, Scheduler, TaskAttrs};
 pub use timer::{sleep, sleep_until, Sleep};
 
 /// Bytes of closure that travel inline in a message (larger ones are boxed).

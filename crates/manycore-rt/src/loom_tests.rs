@@ -1,6 +1,7 @@
-//! Loom models of manycore-rt's protocols, against the real `Mailbox`,
-//! ring, `EventCount` and `Completion`.
-//! Run: RUSTFLAGS="--cfg loom" cargo test -p manycore-rt --release --lib loom
+//! Loom models of manycore-rt's protocols (see `README.md` beside this
+//! file), against the real `Mailbox`, ring, `EventCount` and completion
+//! record. Run:
+//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --release -p manycore-rt --lib loom_tests`
 
 use crate::error::InvokeError;
 use crate::mailbox::Mailbox;
@@ -34,7 +35,7 @@ fn receive_or_sleep(mb: &Mailbox, rx: &mut manycore_ring::Consumer<u32>) -> u32 
     }
 }
 
-/// The receiver's loop as in `scheduler.rs`: poll by active bits; to sleep,
+/// The receiver's loop as in `core_loop`: poll by active bits; to sleep,
 /// clear bits, announce, re-scan every ring, then wait; after a wakeup or a
 /// cancelled sleep, scan every ring. The sender publishes and announces. The
 /// message must always be received (loom reports a deadlock otherwise).

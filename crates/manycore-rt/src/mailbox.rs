@@ -1,27 +1,65 @@
 //! The receive side every core exposes to its senders: the active-sender
 //! bitmap (the notification ring/tree of Barrelfish on the SCC, section 2.8),
-//! the doorbell (the inter-processor interrupt, here a futex EventCount), and
-//! the closed flag that tells late senders to drain their own message. The
-//! protocol is written out in `README.md` beside this file.
+//! the doorbell (the inter-processor interrupt, here a futex `EventCount`),
+//! the closed flag that tells late senders to drain their own message, the
+//! count of urgent invocations pushed, and the sticky notify flag. The
+//! protocol is written out in `README.md` beside this file; every field's
+//! doc says who writes it, with what ordering, and what that pairs with.
 
 use manycore_sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use manycore_sync::{CachePadded, EventCount};
 
-/// One destination core's mailbox. Senders read it after every publish; the
-/// receiver writes it only when it goes to sleep or clears stale bits, so in
-/// steady state it sits shared in every sender's cache.
+/// One destination core's mailbox. Senders read it after every publish; it
+/// is written only when the receiver goes to sleep (the doorbell's waiter
+/// count) or closes, when someone notifies it or pushes an urgent
+/// invocation, so in steady traffic it sits shared in every sender's cache.
+/// The bitmap's words live in an allocation of their own, written only when
+/// a bit changes.
 pub(crate) struct Mailbox {
     inner: CachePadded<Inner>,
 }
 
 struct Inner {
+    /// The active-sender bitmap, one bit per source (cores, then lanes); a
+    /// separate allocation, so only its pointer is on the mailbox's line.
+    /// A bit is a sticky hint that ring (source, this core) may hold
+    /// messages. Set by the source's sender in `announce`, after its
+    /// publish and its `fence(SeqCst)`, with a Relaxed `fetch_or` (skipped
+    /// while the bit is still set). Cleared only by the receiver, in
+    /// `clear_and_fence` (Relaxed stores, then `fence(SeqCst)`), before it
+    /// sleeps and every few thousand empty polls, always followed by a scan
+    /// of every ring. The two fences pair: a sender whose message that scan
+    /// misses sees its bit cleared and sets it again. Read Relaxed by the
+    /// receiver's poll; the data is carried by the ring slot's sequence
+    /// word (Release/Acquire in `manycore-ring`).
     bits: Box<[AtomicU64]>,
+    /// The receiver's doorbell (a futex `EventCount`): the receiver
+    /// announces itself with `prepare_wait` (waiters += 1, `fence(SeqCst)`)
+    /// before its last look at its work; wakers fence, then look at the
+    /// waiter count, and bump the epoch and `futex_wake` only if it is not
+    /// zero.
     doorbell: EventCount,
+    /// The receiver has exited and parked its consumers. Set once, by the
+    /// receiver in `close` (a Relaxed store, then `fence(SeqCst)`), before
+    /// it drains its rings for the last time. Read Relaxed by senders after
+    /// their fence in `announce` / `announce_urgent`; the fences pair, so a
+    /// sender either sees the flag (and drains its own ring under the
+    /// parked-consumer lock) or its message is seen by the receiver's drain.
     closed: AtomicBool,
-    /// Urgent invocations pushed so far (the front lane's doorbell counter).
+    /// Urgent invocations pushed into the front lane so far. Incremented by
+    /// each pusher in `announce_urgent`, with `fetch_add(1, Release)` after
+    /// its push (under the lane's mutex); read with Acquire by the receiver
+    /// (`urgent_pushed`), which compares it with the count it has taken,
+    /// and by the quiescence check of shutdown.
     urgent: AtomicU64,
-    /// Set by `Core::notify`, consumed by the sleep re-check: a notify is
-    /// never lost, even if it lands just before the receiver announces sleep.
+    /// A notify is pending: the receiver must run its loop (and idle hook)
+    /// once more before it sleeps. Set by `Core::notify` (a Relaxed store,
+    /// then the doorbell's `notify_all`, which fences with SeqCst before it
+    /// looks for sleepers); consumed by the receiver's sleep re-check
+    /// (`take_notified`: a Relaxed load, then a Relaxed swap to false),
+    /// which runs after the fence of `prepare_wait`. The fences pair: a
+    /// notify is never lost, even if it lands just before the receiver
+    /// announces its sleep.
     notified: AtomicBool,
 }
 

@@ -1,5 +1,5 @@
 //! Remote objects: `Remote<T>` is a global object pointer (the RMI of the
-//! cross-core invocation paper, section III.B): a core plus a
+//! "Cross-core invocations on the SCC" paper, section III.B): a core plus a
 //! generation-checked slot in that core's object table. The object lives on,
 //! is invoked on, and is freed on its own core; only the pointer travels.
 //!
@@ -9,10 +9,10 @@
 //! twice, and never reported stale because it was busy.
 
 use crate::core::{Completer, Core};
+use crate::core_loop::{with_local, CoreLocal};
 use crate::error::{panic_message, InvokeError};
 use crate::invocation::Invocation;
 use crate::raw::Message;
-use crate::scheduler::{with_local, CoreLocal};
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -57,7 +57,8 @@ impl ObjectTable {
         (i, s.gen)
     }
 
-    /// Number of live objects.
+    /// Number of live objects (for `debug_counts`).
+    #[cfg(feature = "internals")]
     pub(crate) fn len(&self) -> usize {
         self.slots
             .borrow()

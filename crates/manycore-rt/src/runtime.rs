@@ -2,10 +2,10 @@
 //! original CPU set), the state they share, and shutdown.
 
 use crate::core::Core;
+use crate::core_loop::{self, CoreLocal};
 use crate::error::Error;
 use crate::mailbox::Mailbox;
 use crate::raw::Message;
-use crate::scheduler::{self, CoreLocal};
 use manycore_ring::{Consumer, Producer};
 use manycore_sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use manycore_sync::CachePadded;
@@ -71,8 +71,8 @@ pub struct Builder {
     ring_capacity: Option<usize>,
     lanes: usize,
     name: String,
-    scheduler: crate::sched::Scheduler,
-    core_schedulers: Vec<(usize, crate::sched::Scheduler)>,
+    scheduler: crate::task_queue::Scheduler,
+    core_schedulers: Vec<(usize, crate::task_queue::Scheduler)>,
     coroutine_stack: usize,
 }
 
@@ -83,12 +83,12 @@ impl Builder {
         self
     }
     /// The scheduler of every core's task queue (default FIFO).
-    pub fn scheduler(mut self, s: crate::sched::Scheduler) -> Self {
+    pub fn scheduler(mut self, s: crate::task_queue::Scheduler) -> Self {
         self.scheduler = s;
         self
     }
     /// The scheduler of core `i` only (overrides [`Builder::scheduler`]).
-    pub fn core_scheduler(mut self, i: usize, s: crate::sched::Scheduler) -> Self {
+    pub fn core_scheduler(mut self, i: usize, s: crate::task_queue::Scheduler) -> Self {
         self.core_schedulers.push((i, s));
         self
     }
@@ -233,7 +233,7 @@ impl Builder {
                         // A failed pin is not fatal: the core still works, only unpinned.
                         let _ = manycore_sync::cpu::pin_current(cpu);
                     }
-                    scheduler::run_core(CoreLocal::new(i, sh, ps, cs, sched));
+                    core_loop::run_core(CoreLocal::new(i, sh, ps, cs, sched));
                 });
             match spawned {
                 Ok(h) => threads.push(h),
@@ -262,18 +262,36 @@ pub(crate) struct Lane {
     pub(crate) sent: u64,
 }
 
-/// What a core publishes about itself (written only by that core).
+/// What a core publishes about itself. Every field is written only by that
+/// core, with a plain store (a load and a store, not a read-modify-write,
+/// for the counters: there is one writer).
 #[derive(Default)]
 pub(crate) struct CoreState {
-    /// `epoch << 1 | idle`: the epoch grows each time the core becomes busy.
+    /// `epoch << 1 | idle`. The core stores it with Release when it goes
+    /// idle (after a full scan found nothing, with `sent`, `received` and
+    /// `urgent_received` stored just before) and when it becomes busy again
+    /// (the epoch grows by one, so no busy spell goes unseen). The shutdown's
+    /// quiescence check loads it with Acquire, then the counters.
     pub(crate) epoch_idle: AtomicU64,
+    /// Messages the core put into rings, as of its last going idle
+    /// (Release; Acquire in the quiescence check; Relaxed in `stats`).
     pub(crate) sent: AtomicU64,
+    /// Messages the core took from rings, as of its last going idle (as
+    /// `sent`).
     pub(crate) received: AtomicU64,
+    /// Async task polls run (Relaxed; for `stats`).
     pub(crate) tasks_run: AtomicU64,
+    /// Panics caught in code this core ran (Relaxed; for `stats`).
     pub(crate) panics: AtomicU64,
+    /// Times the core slept on its doorbell (Relaxed; for `stats`).
     pub(crate) sleeps: AtomicU64,
+    /// Nanoseconds the core spent asleep (Relaxed; for `stats`).
     pub(crate) asleep_ns: AtomicU64,
+    /// Results that came after their waiter gave up (Relaxed; for `stats`).
     pub(crate) late_results: AtomicU64,
+    /// Urgent invocations the core has taken, as of its last going idle (as
+    /// `sent`); the quiescence check compares it with the mailbox's count of
+    /// those pushed.
     pub(crate) urgent_received: AtomicU64,
 }
 
@@ -281,6 +299,7 @@ pub(crate) struct CoreState {
 pub(crate) struct Shared {
     pub(crate) id: u64,
     pub(crate) n: usize,
+    /// The rings of outside threads, one lane per group of threads.
     pub(crate) lanes: Box<[CachePadded<Mutex<Lane>>]>,
     pub(crate) idle: IdlePolicy,
     pub(crate) mailboxes: Box<[Mailbox]>,
@@ -289,9 +308,24 @@ pub(crate) struct Shared {
     /// The front lane of each core, for urgent invocations.
     pub(crate) urgent: Box<[Mutex<std::collections::VecDeque<Message>>]>,
     pub(crate) states: Box<[CachePadded<CoreState>]>,
+    /// Shutdown has begun: outside threads may no longer send (`Shutdown`),
+    /// cores keep serving each other. Set once by `Runtime::shutdown`
+    /// (SeqCst store, then every doorbell is rung); loaded with Acquire by
+    /// outside senders (`send_external`, `call_urgent`) and by a core about
+    /// to sleep, which then wakes every millisecond so that the shutdown can
+    /// progress.
     pub(crate) stopping: AtomicBool,
+    /// The runtime is quiescent and the cores must exit. Set once by
+    /// `Runtime::shutdown` after two equal quiescent snapshots (SeqCst store,
+    /// then every doorbell is rung); loaded with Acquire by the core loop
+    /// (which then exits), by the sleep re-check, and by an outside sender
+    /// waiting for room in a full ring (which then gives up).
     pub(crate) closing: AtomicBool,
+    /// The idle hook, if one is installed.
     pub(crate) idle_hook: Mutex<Option<Arc<dyn IdleHook>>>,
+    /// Bumped (`fetch_add`, Release) by `set_idle_hook` after it stored the
+    /// hook; a core loads it with Acquire each idle round and takes a new
+    /// copy of the hook (under the mutex) only when it changed.
     pub(crate) hook_gen: AtomicU64,
     pub(crate) coroutine_stack: usize,
 }
@@ -511,7 +545,7 @@ impl Runtime {
     pub fn shutdown(&self) {
         self.shared.stopping.store(true, Ordering::SeqCst);
         self.shared.wake_all();
-        if scheduler::on_core_of(self.shared.id) {
+        if core_loop::on_core_of(self.shared.id) {
             return;
         }
         let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());

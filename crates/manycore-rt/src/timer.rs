@@ -7,7 +7,7 @@
 //! holds, `O(log n)` insert and pop cost less than a wheel's cascade, and the
 //! earliest deadline, which bounds the sleep, is always at hand.
 
-use crate::scheduler::with_local;
+use crate::core_loop::with_local;
 use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

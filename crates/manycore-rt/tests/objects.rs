@@ -197,7 +197,8 @@ fn reduce_gather_ateach_tree_and_flat() {
 fn tree_depth_for_48_members_is_logarithmic() {
     let rt = Runtime::builder().cores(2).build().unwrap();
     let g = group(&rt, 48);
-    // ceil(log4(48)) + 1 = 4 is the bound of the issue; a 4-ary heap tree has depth 3.
+    // A logarithmic tree stays within ceil(log4(48)) + 1 = 4 hops; a 4-ary
+    // heap tree over 48 members has depth 3.
     let (_, hops) = g.reduce_measured(|x| *x, |a, b| a.max(b)).wait().unwrap();
     assert!(hops <= 4, "{hops}");
     assert_eq!(hops, 3);

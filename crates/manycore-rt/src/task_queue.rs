@@ -1,5 +1,6 @@
-//! Task scheduling on a core (the cross-core invocation paper, section
-//! IV.B): FIFO (the default), static priority, and earliest deadline first.
+//! Task scheduling on a core (the "Cross-core invocations on the SCC" paper,
+//! section IV.B): FIFO (the default), static priority, and earliest deadline
+//! first.
 //!
 //! Plain invocations (`spawn`, `call`) are short activities and run in
 //! arrival order as the core polls its rings. Work spawned with attributes

@@ -1,0 +1,106 @@
+//! Waiting on a core for one thing (an invocation's result, a future)
+//! while the core keeps serving its own messages, and idles by its policy
+//! when there is nothing to serve.
+
+use super::{CoreLocal, CLEAR_EVERY, WAIT_LOOKS};
+use crate::raw::Rx;
+use manycore_sync::atomic::Ordering;
+use manycore_sync::SpinBudget;
+use std::sync::Arc;
+use std::task::{Wake, Waker};
+use std::time::Instant;
+
+impl CoreLocal {
+    /// One step of `block_on` on a core outside any coroutine: poll the
+    /// future; if pending, serve the core once, and sleep (by the idle
+    /// policy) if there was nothing to do and the future has not been woken.
+    pub(crate) fn block_on_step<F: std::future::Future>(
+        &self,
+        fut: &mut std::pin::Pin<&mut F>,
+    ) -> Option<F::Output> {
+        struct Flag {
+            /// Set by the future's waker (SeqCst), cleared by this loop
+            /// before each poll of the future: a wake during the poll keeps
+            /// the loop from sleeping.
+            woken: manycore_sync::atomic::AtomicBool,
+            /// Rings the core's doorbell, in case the core sleeps.
+            inner: Waker,
+        }
+        impl Wake for Flag {
+            fn wake(self: Arc<Self>) {
+                self.wake_by_ref()
+            }
+            fn wake_by_ref(self: &Arc<Self>) {
+                self.woken.store(true, Ordering::SeqCst);
+                self.inner.wake_by_ref();
+            }
+        }
+        let flag = Arc::new(Flag {
+            woken: manycore_sync::atomic::AtomicBool::new(false),
+            inner: self.idle.waker.clone(),
+        });
+        let waker = Waker::from(flag.clone());
+        let mut cx = std::task::Context::from_waker(&waker);
+        let mut budget = SpinBudget::new(self.shared.idle.spin_budget());
+        loop {
+            flag.woken.store(false, Ordering::SeqCst);
+            if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+                return Some(v);
+            }
+            loop {
+                if flag.woken.load(Ordering::SeqCst) {
+                    break;
+                }
+                if self.poll() > 0 {
+                    budget.reset();
+                    continue;
+                }
+                if budget.spin() {
+                    continue;
+                }
+                self.sleep(&|| flag.woken.load(Ordering::SeqCst), None);
+                budget.reset();
+            }
+        }
+    }
+
+    /// Waits (on this core) until `c` completes, serving this core's own
+    /// messages meanwhile. Returns false if `deadline` passed first.
+    pub(crate) fn wait_for<T>(&self, c: &Rx<T>, deadline: Option<Instant>) -> bool {
+        let mut budget = SpinBudget::new(self.shared.idle.spin_budget());
+        let mut empty = 0u32;
+        loop {
+            // Look at the completion several times per poll: each look is one
+            // load of a line this core holds until the completer writes it,
+            // while a poll costs many loads. A result is seen within a few
+            // loads of its arrival instead of half a poll later on average.
+            for _ in 0..WAIT_LOOKS {
+                if c.is_done() {
+                    return true;
+                }
+            }
+            if self.poll() > 0 {
+                budget.reset();
+                continue;
+            }
+            if c.is_done() {
+                return true;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return false;
+            }
+            empty = empty.wrapping_add(1);
+            if empty % CLEAR_EVERY == 0 {
+                self.refresh_bits();
+            }
+            if budget.spin() {
+                continue;
+            }
+            if c.register(&self.idle.waker) {
+                return true;
+            }
+            self.sleep(&|| c.is_done(), deadline);
+            budget.reset();
+        }
+    }
+}

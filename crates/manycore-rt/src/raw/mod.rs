@@ -1,0 +1,31 @@
+//! The crate's unsafe building blocks, one module per thing made safe:
+//!
+//! * `message`: a closure type-erased into one ring slot;
+//! * `completion`: the record a result travels through, shared by its
+//!   completer and its waiter without a reference count;
+//! * `blocks`: the per-thread cache of line-sized blocks those records
+//!   live in;
+//! * `current`: the thread-local pointer to the thread's core state;
+//! * `coroutine`: the running coroutine's context and its suspension;
+//! * `overflow`: the signal handler that reports a coroutine stack
+//!   overflow.
+//!
+//! Nothing here knows the core loop: what a core's state is, the current
+//! core's thread-local is handed in by its user.
+
+#[cfg(not(loom))]
+mod blocks;
+pub(crate) mod completion;
+pub(crate) mod coroutine;
+pub(crate) mod current;
+pub(crate) mod message;
+pub(crate) mod overflow;
+
+#[cfg(all(loom, test))]
+pub(crate) use completion::completion_with_probe;
+pub(crate) use completion::{completion, Rx, Tx};
+pub(crate) use coroutine::{
+    coroutine_waker, enter_coroutine, leave_coroutine, suspend_coroutine, CoCtx, YielderSlot,
+};
+pub(crate) use current::{enter, with_current, CurrentCore};
+pub(crate) use message::{Message, INLINE_BYTES};
