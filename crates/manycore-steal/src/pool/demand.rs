@@ -1,12 +1,10 @@
 //! Demand, the thief's side: an idle worker asks for work (its mailbox
 //! `HUNGRY`, its bit in the demand word) and withdraws the request.
 
-use super::mailbox::{EMPTY, HUNGRY};
 use super::Pool;
-use crate::raw::{JobHeader, Local};
+use crate::raw::{Local, Stolen, EMPTY, HUNGRY};
 use manycore_sync::atomic::{AtomicU64, Ordering};
 use manycore_sync::CachePadded;
-use std::ptr::NonNull;
 
 /// Bit i: worker i is (probably) hungry. A hint; the mailbox decides.
 #[derive(Debug)]
@@ -107,7 +105,7 @@ impl Pool {
 
     /// Withdraws worker `me`'s demand; returns a job that arrived meanwhile
     /// (the caller must run it).
-    pub(crate) fn withdraw(&self, me: usize) -> Option<NonNull<JobHeader>> {
+    pub(crate) fn withdraw(&self, me: usize) -> Option<Stolen> {
         let mb = &self.workers[me].mailbox;
         loop {
             match mb.load(Ordering::Acquire) {

@@ -15,7 +15,6 @@
 mod binding;
 mod demand;
 mod heartbeat;
-mod mailbox;
 mod poll_gap;
 mod promotion;
 mod stats;
@@ -31,12 +30,10 @@ pub(crate) use promotion::serve_if_hungry;
 pub use stats::StealStats;
 pub(crate) use wait::wait_stolen;
 
-use crate::raw::{self, JobHeader, Local};
+use crate::raw::{self, Local, Mailbox, Stolen};
 use demand::Demand;
-use mailbox::Mailbox;
 use manycore_sync::{Arc, CachePadded, EventCount};
 use stats::Counters;
-use std::ptr::NonNull;
 use std::time::Duration;
 use steering::Steer;
 
@@ -125,7 +122,7 @@ impl Pool {
     }
 
     /// Takes the job in worker `me`'s mailbox, if any.
-    pub(crate) fn take_job(&self, me: usize) -> Option<NonNull<JobHeader>> {
+    pub(crate) fn take_job(&self, me: usize) -> Option<Stolen> {
         self.workers[me].mailbox.take()
     }
 
@@ -149,15 +146,13 @@ impl Pool {
         })
     }
 
-    pub(crate) fn run_job(&self, job: NonNull<JobHeader>, local: &Local) {
+    pub(crate) fn run_job(&self, job: Stolen, local: &Local) {
         self.unsteer_self(local);
         // A piece just stolen is not handed on before this worker's next tick.
         local.eager.set(false);
         // The piece is a tree of its own: its top levels are recorded.
         let depth = local.depth.replace(0);
-        // SAFETY: `job` came out of this worker's mailbox by `take_job`'s
-        // Acquire CAS, and this thread is worker `me` of this pool.
-        let owner = unsafe { raw::run_stolen(job, local) };
+        let owner = raw::run_stolen(job, local);
         local.depth.set(depth);
         if let Some((_, me)) = local.pool() {
             self.publish_demand(me);

@@ -1,6 +1,6 @@
 //! A worker's mailbox: the one word through which a job changes hands.
 
-use crate::raw::JobHeader;
+use super::frame::JobHeader;
 use manycore_sync::atomic::{AtomicUsize, Ordering};
 use manycore_sync::CachePadded;
 use std::ptr::NonNull;
@@ -65,7 +65,7 @@ impl Mailbox {
     }
 
     /// `job` -> `EMPTY`, by the worker itself: takes the job here, if any.
-    pub(crate) fn take(&self) -> Option<NonNull<JobHeader>> {
+    pub(crate) fn take(&self) -> Option<Stolen> {
         // Acquire; pairs with the Release CAS in `offer` (the frame's contents).
         let m = self.0.load(Ordering::Acquire);
         if m <= HUNGRY {
@@ -77,7 +77,7 @@ impl Mailbox {
             .compare_exchange(m, EMPTY, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
         {
-            NonNull::new(m as *mut JobHeader)
+            NonNull::new(m as *mut JobHeader).map(Stolen)
         } else {
             None
         }
@@ -91,5 +91,18 @@ impl Mailbox {
         self.0
             .compare_exchange(addr, EMPTY, Ordering::Relaxed, Ordering::Relaxed)
             .is_ok()
+    }
+}
+
+/// A job taken out of a mailbox by [`Mailbox::take`], the only maker of one:
+/// a live, published frame that the taking thread now owns the `b` and result
+/// slot of (invariant P). Not `Send` or `Clone`, so it is run (by
+/// [`run_stolen`](super::run_stolen)) once, on the thread that took it.
+pub(crate) struct Stolen(NonNull<JobHeader>);
+
+impl Stolen {
+    /// The frame's header.
+    pub(super) fn into_raw(self) -> *const JobHeader {
+        self.0.as_ptr().cast_const()
     }
 }
