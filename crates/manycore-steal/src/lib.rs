@@ -84,6 +84,9 @@ pub use rt::{attach, steal_stats, StealExt};
 pub use scope::{scope, Scope};
 pub use thread_pool::{ThreadPool, ThreadPoolBuilder};
 
+#[cfg(all(test, loom))]
+mod loom_tests;
+
 /// Steal counters of the pool the calling thread is a worker of, if any.
 pub fn current_stats() -> Option<StealStats> {
     pool::current().map(|(p, _)| p.stats())

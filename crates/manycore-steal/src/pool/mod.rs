@@ -10,7 +10,7 @@
 //! the context form, looks at the demand word and, if someone is hungry,
 //! promotes its oldest latent frame straight into that thief's mailbox; every
 //! few ticks its heartbeat polls the scheduler's messages. The protocol is
-//! described in `README.md` and model-checked in `tests/loom.rs`.
+//! described in `README.md` and model-checked in `loom_tests.rs`.
 
 mod binding;
 mod demand;
