@@ -92,21 +92,24 @@ where
 /// the tree's root (the [`with_ctx`] call, or for [`join`] the outermost join
 /// of the thread) or from the root of a stolen piece. Deeper joins run as
 /// plain calls, except that a join falling on a tick (every so many joins,
-/// see [`HEARTBEAT_PERIOD`](crate::HEARTBEAT_PERIOD)) is recorded too, so that deep recursions always
-/// have some latent work. Promotion takes the
+/// see [`HEARTBEAT_PERIOD`](crate::HEARTBEAT_PERIOD)) is recorded too, so
+/// that deep recursions always have some latent work. Promotion takes the
 /// oldest frame, the biggest piece of work; the top levels hold the big
 /// pieces, and a thief records the top levels of what it stole.
+///
+/// A tuning constant of the implementation, public only with the
+/// `internals` feature.
 pub const LATENT_WINDOW: u32 = 4;
 
 /// The context-passing form of [`join`] (as in `chili`): a handle on the
 /// calling worker, passed down the recursion by value, that carries the
-/// join's depth in the tree, so that a join below [`LATENT_WINDOW`] levels
-/// touches no thread-local state but the tick counter. Not `Send`: it
+/// join's depth in the tree, so that a join below the recorded top levels
+/// (see [`Ctx::join`]) touches no thread-local state but the tick counter. Not `Send`: it
 /// belongs to one thread.
 #[derive(Debug, Clone, Copy)]
 pub struct Ctx<'a> {
     /// Depth of the join in the tree (0: the root, or the root of a stolen
-    /// piece), saturated at [`LATENT_WINDOW`].
+    /// piece), saturated at `LATENT_WINDOW`.
     depth: u32,
     _worker: PhantomData<&'a Local>,
 }
@@ -121,8 +124,9 @@ impl Ctx<'_> {
     }
 
     /// [`join`], passing each closure the context of the worker that runs it.
-    /// Records `b` as latent work in the top [`LATENT_WINDOW`] levels of the
-    /// tree and at ticks; elsewhere runs `a` then `b` as plain calls.
+    /// Records `b` as latent work in the top four levels of the tree
+    /// (counted from [`with_ctx`], or from the root of a stolen piece) and at
+    /// ticks; elsewhere runs `a` then `b` as plain calls.
     //
     // Closures of up to two words travel in registers, and the join is out
     // of line: a recursive function that joins is then inlined into the

@@ -1,20 +1,21 @@
 //! manycore fork-join: lazy on-stack execution with stealing on demand, after
-//! Leberecht, *The MuSE System: A Flexible Combination of On-Stack Execution
-//! and Work-Stealing* (`shared/papers/muse-on-stack-work-stealing.txt`).
+//! Markus Leberecht, *The MuSE System: A Flexible Combination of On-Stack
+//! Execution and Work-Stealing*.
 //!
 //! MuSE calls every subgraph on the stack like a sequential program and pays
 //! for parallelism (a heap context, a queue, a migration) only when an idle
 //! node actually takes work; a bound, `MAX_SEQUENTIAL`, makes sure the
 //! scheduler still polls its messages during long sequential runs. Here:
 //!
-//! * [`join`]`(a, b)` in the top [`LATENT_WINDOW`] levels of a join tree (and
-//!   at every tick) writes `b` into a frame on its own stack and links it
-//!   into the thread's *latent list*, a chain of stack frames from the
-//!   innermost recorded join outwards (plain loads and stores: no atomic
+//! * [`join`]`(a, b)` in the top four levels of a join tree (and at every
+//!   tick) writes `b` into a frame on its own stack and links it into the
+//!   thread's *latent list*, a chain of stack frames from the innermost
+//!   recorded join outwards (plain loads and stores: no atomic
 //!   read-modify-write, no fence, no allocation), runs `a`, and then runs `b`
-//!   inline if it is still latent; deeper joins are plain calls. Either way
-//!   it is the sequential program plus a few instructions.
-//!   [`Ctx::join`] does the same with the depth carried by value.
+//!   inline if it is still latent; deeper joins are plain calls. Either way,
+//!   while nobody steals, it is the sequential program plus a few
+//!   instructions. [`Ctx::join`] does the same with the depth carried by
+//!   value.
 //! * On a manycore runtime ([`attach`], [`StealExt::install`]) the workers are
 //!   the runtime's cores; [`ThreadPool`] provides plain threads instead.
 //! * An idle worker *announces demand* (a bit in a shared word and `HUNGRY`
@@ -23,15 +24,22 @@
 //!   every fixed [`max_sequential`] joins) a busy worker looks at the demand
 //!   word and, if a worker is hungry, *promotes* its oldest latent frame (the
 //!   biggest piece of work, as in Cilk and MuSE) into that thief's mailbox
-//!   and rings its doorbell; recorded joins of the context form serve demand
-//!   at once, too. Every few ticks the *heartbeat* polls its messages.
+//!   and rings its doorbell; between ticks, a recorded join of the context
+//!   form serves demand at once while the worker is *eager*. Every few ticks
+//!   the *heartbeat* polls the worker's messages.
 //! * The owner of a promoted frame, back at its join, takes the frame back if
 //!   the thief has not started it yet, otherwise it waits for it while running
 //!   work handed to it (the thief serves the waiting owner's demand in turn:
 //!   leapfrogging) and polling messages; every spin is bounded.
 //!
-//! `README.md` beside this file describes the protocol; `tests/loom.rs`
-//! model-checks it.
+//! `src/README.md` describes the protocol, its invariants and why it is
+//! correct; `src/loom_tests.rs` model-checks it.
+//!
+//! # Features
+//!
+//! * `internals` (off by default): counters and hooks for benches and dev
+//!   probes (`probe`, `measure_poll_gaps`, `max_poll_gap`, `current_stats`,
+//!   `LATENT_WINDOW`). Not a stable API.
 //!
 //! # Example
 //!
@@ -66,28 +74,36 @@
 
 mod join;
 mod pool;
-#[doc(hidden)]
-pub mod probe;
 mod raw;
 #[cfg(not(loom))]
 mod rt;
 mod scope;
 mod thread_pool;
 
-pub use join::{join, with_ctx, Ctx, LATENT_WINDOW};
+pub use join::{join, with_ctx, Ctx};
 pub use pool::{
-    max_poll_gap, max_sequential, measure_poll_gaps, set_max_sequential, StealStats,
-    DEFAULT_MAX_SEQUENTIAL, HEARTBEAT_PERIOD,
+    max_sequential, set_max_sequential, StealStats, DEFAULT_MAX_SEQUENTIAL, HEARTBEAT_PERIOD,
 };
 #[cfg(not(loom))]
 pub use rt::{attach, steal_stats, StealExt};
 pub use scope::{scope, Scope};
 pub use thread_pool::{ThreadPool, ThreadPoolBuilder};
 
+// Behind `internals`: what benches, probes and tests measure with, not part
+// of the crate's API.
+#[cfg(feature = "internals")]
+pub use join::LATENT_WINDOW;
+#[cfg(feature = "internals")]
+pub use pool::{max_poll_gap, measure_poll_gaps};
+#[cfg(feature = "internals")]
+pub mod probe;
+
 #[cfg(all(test, loom))]
 mod loom_tests;
 
-/// Steal counters of the pool the calling thread is a worker of, if any.
+/// Steal counters of the pool the calling thread is a worker of, if any
+/// (for benches: users have [`ThreadPool::stats`] and [`steal_stats`]).
+#[cfg(feature = "internals")]
 pub fn current_stats() -> Option<StealStats> {
     pool::current().map(|(p, _)| p.stats())
 }

@@ -25,6 +25,7 @@ pub(crate) use binding::{bind, current, rebind, unbind};
 pub(crate) use demand::mark_hungry;
 pub(crate) use heartbeat::tick;
 pub use heartbeat::{max_sequential, set_max_sequential, DEFAULT_MAX_SEQUENTIAL, HEARTBEAT_PERIOD};
+#[cfg(feature = "internals")]
 pub use poll_gap::{max_poll_gap, measure_poll_gaps};
 pub(crate) use promotion::serve_if_hungry;
 pub use stats::StealStats;

@@ -2,6 +2,7 @@
 //! worker inside a join tree, for benches that check the polling bound.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+#[cfg(feature = "internals")]
 use std::time::Duration;
 
 // Process-wide settings and statistics are std atomics on purpose: they are
@@ -11,6 +12,7 @@ static MAX_GAP_NS: AtomicU64 = AtomicU64::new(0);
 
 /// Starts (or restarts) measuring the longest gap between two polls of a
 /// worker inside a join tree; [`max_poll_gap`] reads it.
+#[cfg(feature = "internals")]
 pub fn measure_poll_gaps(on: bool) {
     MAX_GAP_NS.store(0, Ordering::Relaxed);
     GAP_STATS.store(on, Ordering::Relaxed);
@@ -18,6 +20,7 @@ pub fn measure_poll_gaps(on: bool) {
 
 /// The longest gap between two heartbeat polls seen since
 /// [`measure_poll_gaps`]`(true)`.
+#[cfg(feature = "internals")]
 pub fn max_poll_gap() -> Duration {
     Duration::from_nanos(MAX_GAP_NS.load(Ordering::Relaxed))
 }
