@@ -85,7 +85,7 @@ where
     RB: Send,
 {
     let _depth = (depth < LATENT_WINDOW).then(|| raw::DepthGuard::enter(local, depth));
-    raw::join::<true, _, _, _, _>(local, a, move |_| b())
+    raw::join(local, a, move |_| b())
 }
 
 /// How many levels of a join tree are recorded as latent work, counted from
@@ -207,7 +207,7 @@ where
     RB: Send,
 {
     let next = depth.saturating_add(1).min(LATENT_WINDOW);
-    raw::join::<true, _, _, _, _>(
+    raw::join(
         local,
         move || a(Ctx::at(next)),
         // A thief records the top levels of the piece it stole.

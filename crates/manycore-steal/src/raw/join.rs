@@ -10,12 +10,13 @@ use std::panic::{self, AssertUnwindSafe};
 /// runs `b` inline if it is still latent, or collects it from the thief that
 /// took it. `b` is told whether it runs on a thief.
 ///
-/// With `EAGER`, the join also serves a hungry worker at once (one load of
-/// the demand word) rather than only at the next tick.
+/// While the worker is eager (`Local::eager`), the join also serves a hungry
+/// worker at once (one Relaxed load of the demand word) rather than only at
+/// the next tick.
 ///
 /// Fast path: a few plain loads and stores; no atomic RMW, fence or allocation.
 #[inline(always)]
-pub(crate) fn join<const EAGER: bool, A, B, RA, RB>(local: &Local, a: A, b: B) -> (RA, RB)
+pub(crate) fn join<A, B, RA, RB>(local: &Local, a: A, b: B) -> (RA, RB)
 where
     A: FnOnce() -> RA,
     B: FnOnce(bool) -> RB + Send,
@@ -37,9 +38,7 @@ where
         crate::pool::tick(local);
     } else {
         local.beat.set(n - 1);
-        if EAGER {
-            crate::pool::serve_if_hungry(local);
-        }
+        crate::pool::serve_if_hungry(local);
     }
     let ra = a();
     std::mem::forget(guard);
