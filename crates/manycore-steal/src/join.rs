@@ -8,9 +8,10 @@ use std::marker::PhantomData;
 ///
 /// Rayon's semantics: both closures always run; if either panics, the panic
 /// propagates after both have finished (`a`'s wins if both panic). On a
-/// worker (a manycore core, or inside [`ThreadPool::install`](crate::ThreadPool::install)) `b` is latent
-/// work that an idle worker may steal; anywhere else the two run one after
-/// the other on the calling thread.
+/// worker (a manycore core, or inside
+/// [`ThreadPool::install`](crate::ThreadPool::install)) `b` is latent work
+/// that an idle worker may steal; anywhere else the two run one after the
+/// other on the calling thread.
 // Out of line for closures of up to two words: the caller's recursive
 // function is then inlined into the closures here, so that its base case (a
 // leaf of the tree) is tested before the call rather than after it, and a
@@ -140,7 +141,7 @@ impl Ctx<'_> {
     // copy them (to keep `b` where the unwinding path finds it) with wide
     // loads of what the caller had just stored field by field: a load the
     // store buffer cannot forward, which waits for the stores to retire
-    // (40-56% of the join's time in knary(4,10,0), per perf). Inlined, the
+    // (figures: docs/notes/2026-11-25-steal-join-codegen.md). Inlined, the
     // closures are built where they are used.
     #[inline(always)]
     pub fn join<A, B, RA, RB>(self, a: A, b: B) -> (RA, RB)

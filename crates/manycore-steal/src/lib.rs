@@ -24,9 +24,9 @@
 //!   every fixed [`max_sequential`] joins) a busy worker looks at the demand
 //!   word and, if a worker is hungry, *promotes* its oldest latent frame (the
 //!   biggest piece of work, as in Cilk and MuSE) into that thief's mailbox
-//!   and rings its doorbell; between ticks, a recorded join of the context
-//!   form serves demand at once while the worker is *eager*. Every few ticks
-//!   the *heartbeat* polls the worker's messages.
+//!   and rings its doorbell; between ticks, a recorded join serves demand at
+//!   once while the worker is *eager*. Every few ticks the *heartbeat* polls
+//!   the worker's messages.
 //! * The owner of a promoted frame, back at its join, takes the frame back if
 //!   the thief has not started it yet, otherwise it waits for it while running
 //!   work handed to it (the thief serves the waiting owner's demand in turn:

@@ -29,8 +29,8 @@ pub(crate) fn wait_stolen(local: &Local, job: &JobHeader, thief: usize) -> bool 
         // If the thief was steered, it stays so until it runs again (its
         // idle loop or its next job gives it its full set back). Restored
         // here, while it is still waking up, it could be woken onto this
-        // CPU, behind us, and not run for milliseconds: knary(4,10,0) after
-        // 20 ms idle (wq probe) then took T1's time in 3 runs of 12.
+        // CPU, behind us, and not run for milliseconds
+        // (docs/notes/2026-11-25-steal-steering.md).
         local
             .backoff
             .set((local.backoff.get() * 2).min(MAX_BACKOFF));

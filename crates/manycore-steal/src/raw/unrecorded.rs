@@ -10,11 +10,11 @@ use std::panic::{self, AssertUnwindSafe};
 /// run, `a`'s panic wins).
 ///
 /// Why not `catch_unwind`: it hands its closure to `std::panicking::try`
-/// through a union in memory, so the closures of every join were copied on
-/// the way, with 16-byte loads of what the caller had just written with
+/// through a union in memory, so the closures of every join would be copied
+/// on the way, with 16-byte loads of what the caller has just written with
 /// 8-byte stores. Such a load cannot be forwarded from the store buffer and
-/// waits for the stores to retire; in knary(4,10,0) that copy took 40-56% of
-/// the time in `Ctx::join` (perf, two runs).
+/// waits for the stores to retire (figures:
+/// docs/notes/2026-11-25-steal-join-codegen.md).
 #[inline(always)]
 pub(crate) fn join_unrecorded<C: Copy, RA, RB, B: FnOnce(C) -> RB>(
     c: C,
@@ -35,8 +35,8 @@ pub(crate) fn join_unrecorded<C: Copy, RA, RB, B: FnOnce(C) -> RB>(
 /// inlined), so that on the normal path nothing takes `b`'s address: the
 /// optimiser may keep `b`'s captures in registers across the call of `a`,
 /// as the sequential code keeps its locals. (A guard holding `&mut b` with
-/// an out-of-line drop made `b`, and everything it borrows, live in memory:
-/// in knary's joins, a dozen stores and loads a join.)
+/// an out-of-line drop would make `b`, and everything it borrows, live in
+/// memory: stores and loads on every join.)
 struct RunOnUnwind<C: Copy, B: FnOnce(C) -> RB, RB> {
     b: ManuallyDrop<B>,
     c: C,
@@ -60,13 +60,12 @@ impl<C: Copy, B: FnOnce(C) -> RB, RB> Drop for RunOnUnwind<C, B, RB> {
         // disarmed (which takes `b` out and forgets the guard).
         let b = unsafe { ManuallyDrop::take(&mut self.b) };
         // A fresh slot, written here on the unwinding path only, and handed
-        // over by address. Handing over `b` by value made the callee's
-        // argument the guard's own memory (the copy is elided), so the
-        // guard lived in memory and every join wrote `b` into it before
-        // calling `a`. With the slot the guard's address never escapes, it
-        // stays in registers, and the landing pad rebuilds `b` from them
-        // (knary(4,8,0), callgrind: the context form's recursion 23.3M ->
-        // 20.9M instructions, the plain join's 21.4M -> 18.7M).
+        // over by address. Handed over by value (an indirect argument for a
+        // closure bigger than two words), the callee's argument would be
+        // the guard's own memory (the copy is elided): the guard would live
+        // in memory, and every join would write `b` into it before calling
+        // `a`. With the slot the guard's address never escapes, it stays in
+        // registers, and the landing pad rebuilds `b` from them.
         let mut slot = MaybeUninit::new((b, self.c));
         // SAFETY: the slot is initialised, and it is a `MaybeUninit`, so
         // after the callee has moved its contents out nothing drops them
