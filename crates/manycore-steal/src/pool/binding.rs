@@ -6,7 +6,7 @@ use manycore_sync::Arc;
 use std::cell::RefCell;
 
 /// The pool this thread is a worker of, and its index. Every change is
-/// mirrored into `Local::pool` (invariant B of `raw.rs`), which is cleared
+/// mirrored into `Local::pool` (invariant B of `raw`), which is cleared
 /// again when the thread-local is destroyed.
 struct Binding(RefCell<Option<(Arc<Pool>, usize)>>);
 

@@ -6,7 +6,20 @@ use crate::raw::{Local, Stolen, EMPTY, HUNGRY};
 use manycore_sync::atomic::{AtomicU64, Ordering};
 use manycore_sync::CachePadded;
 
-/// Bit i: worker i is (probably) hungry. A hint; the mailbox decides.
+/// The demand word. Bit i: worker i is (probably) hungry. A hint that lets
+/// a busy worker find demand with one Relaxed load; the mailbox decides.
+///
+/// * Set by worker i itself, with Release, after its mailbox went `HUNGRY`:
+///   in its idle hook (`Pool::register`) or, as a thief that has just
+///   finished a stolen piece, after its `DONE` (`Pool::publish_demand`).
+/// * Cleared by a victim that claims it (`claim`, Acquire: it then sees the
+///   `HUNGRY` mailbox the bit was set after) and hands worker i a frame, or
+///   by worker i withdrawing its demand (`clear`, Relaxed).
+///
+/// A bit may be stale: set for a worker whose mailbox holds a job, or is
+/// `EMPTY` again. A victim that claims such a bit fails its `offer` CAS and
+/// puts its frame back. A bit is claimed only with a frame in hand, so a
+/// claimed bit of a `HUNGRY` worker is always served.
 #[derive(Debug)]
 pub(crate) struct Demand(CachePadded<AtomicU64>);
 

@@ -1,16 +1,26 @@
-//! The shared side of stealing: per-worker mailboxes, the demand word, the
-//! tick and heartbeat, the thief's idle hook and the owner's wait for a
-//! stolen job.
+//! The shared side of stealing: the workers' mailboxes and the demand
+//! word, promotion, the owner's wait for a stolen job, the tick and the
+//! heartbeat, steering, and the thread's binding to its pool.
 //!
-//! MuSE (Leberecht, section 3.2) runs every call on the stack and spawns only
-//! on demand, bounding sequential runs by `MAX_SEQUENTIAL` so that the
-//! scheduler keeps polling; here an idle worker announces demand (its bit in
-//! [`Pool::hungry`] plus `HUNGRY` in its mailbox) and sleeps, and a busy
-//! worker, at its ticks (every so many joins) and at every recorded join of
-//! the context form, looks at the demand word and, if someone is hungry,
-//! promotes its oldest latent frame straight into that thief's mailbox; every
-//! few ticks its heartbeat polls the scheduler's messages. The protocol is
-//! described in `README.md` and model-checked in `loom_tests.rs`.
+//! MuSE runs every call on the stack and spawns only on demand, bounding
+//! sequential runs by `MAX_SEQUENTIAL` so that the scheduler keeps polling.
+//! Here an idle worker announces demand (its bit in the demand word plus
+//! `HUNGRY` in its mailbox) and sleeps, and a busy worker, at its ticks
+//! (every so many joins) and, while eager, at its recorded joins, looks at
+//! the demand word and, if someone is hungry, promotes its oldest latent
+//! frame straight into that thief's mailbox; every few ticks its heartbeat
+//! polls the scheduler's messages. `README.md` in `src/` describes the
+//! protocol; `loom_tests.rs` model-checks it.
+//!
+//! * [`demand`]: the thief's side (announce, withdraw) and the demand word.
+//! * [`promotion`]: the victim's side (serve demand, hand a frame over).
+//! * [`wait`]: the owner's side (take a frame back, or wait for it).
+//! * [`heartbeat`]: the tick and the heartbeat, `MAX_SEQUENTIAL`.
+//! * [`steering`]: keeping a sleeping thief off its victim's CPU.
+//! * [`binding`]: which pool a thread is a worker of.
+//! * [`stats`] and [`poll_gap`]: counters and poll-gap statistics.
+//!
+//! The mailbox word itself lives in `raw::mailbox`: it publishes frames.
 
 mod binding;
 mod demand;
@@ -49,13 +59,18 @@ pub(crate) trait Host: Send + Sync + 'static {
     fn notify(&self, i: usize);
 }
 
-/// A worker's shared state.
+/// A worker's shared state: what other workers touch. Each part sits on a
+/// cache line of its own (the mailbox and the event count are padded, and
+/// the whole is padded in `Pool::workers`).
 #[derive(Debug, Default)]
 pub(crate) struct WorkerShared {
-    /// `EMPTY`, `HUNGRY`, or the address of a job handed to this worker.
+    /// `EMPTY`, `HUNGRY`, or the address of a job handed to this worker
+    /// (see [`Mailbox`] for its transitions).
     mailbox: Mailbox,
     /// Where this worker sleeps while it waits for a stolen job (and, in the
-    /// built-in pool, while idle). Written only by a sleeper.
+    /// built-in pool, while idle). Rung by a victim that handed it a job
+    /// (`wake`) and by a thief that finished its job (`run_job`); a ring
+    /// writes the line only if a sleeper has announced itself.
     pub(crate) ec: CachePadded<EventCount>,
     /// Steering (see [`Pool::steer`]); hints outside the steal protocol.
     steer: Steer,
@@ -67,7 +82,7 @@ pub(crate) struct WorkerShared {
 /// The workers of one runtime (or built-in pool) that steal from each other.
 pub(crate) struct Pool {
     workers: Box<[CachePadded<WorkerShared>]>,
-    /// Bit i: worker i is (probably) hungry. A hint; the mailbox decides.
+    /// Bit i: worker i is (probably) hungry; see [`Demand`].
     hungry: Demand,
     host: Box<dyn Host>,
     /// How long a waiting owner spins before it sleeps.

@@ -43,17 +43,22 @@ impl Counters {
     }
 }
 
-/// Counters of a pool since it started.
+/// Steal counters of a pool (a [`ThreadPool`](crate::ThreadPool) or an
+/// attached runtime) since it started: whether, and how, work moved between
+/// workers. `promotions - reclaims` pieces of work ran on a worker other
+/// than the one that forked them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StealStats {
-    /// Latent jobs promoted and handed to a thief.
+    /// Latent jobs handed to an idle worker (a thief).
     pub promotions: u64,
-    /// Of those, promotions handed straight to a thief that had just
-    /// returned a stolen piece to the same victim (no demand bit claimed).
+    /// Of those, jobs handed straight to a thief that had just returned a
+    /// stolen piece to the same worker.
     pub handbacks: u64,
-    /// Promoted jobs taken back by their owner before the thief started them.
+    /// Handed-over jobs that their owner took back and ran itself, because
+    /// the thief had not started them yet by the time the owner needed them.
     pub reclaims: u64,
-    /// Promotions whose sleeping thief was steered off the victim's CPU.
+    /// Hand-overs to a sleeping thief that was kept off the handing worker's
+    /// CPU, so that the two run in parallel (never for pinned workers).
     pub steered: u64,
 }
 

@@ -7,25 +7,42 @@ use crate::raw::Local;
 use manycore_sync::atomic::{AtomicI32, AtomicU64, AtomicU8, Ordering::Relaxed};
 
 /// What a victim needs to steer a sleeping thief onto another CPU. Hints
-/// outside the steal protocol: nothing in it depends on them.
+/// outside the steal protocol: every access is Relaxed and pairs with
+/// nothing, since no memory is published through them; a stale value costs
+/// at most a needless or a missed steering, and the affinity syscalls order
+/// themselves. (Under loom, steering is stubbed out: no syscalls.)
 #[derive(Debug, Default)]
 pub(crate) struct Steer {
     /// The worker's kernel thread id, or 0 if it may not be steered (it is
-    /// pinned, or the process has one CPU).
+    /// pinned, or the process has one CPU). Stored by the worker when it is
+    /// bound (`bind`); read by victims.
     tid: AtomicI32,
-    /// When (`now_ns`) the worker last started asking for work; 0 if it is not.
+    /// When (`now_ns`) the worker started asking for work; 0 while it is
+    /// not. Stored by the worker in its idle round (`Pool::register`: not in
+    /// `mark_hungry`, which runs between a stolen piece's end and its `DONE`
+    /// and should not read the clock), cleared by the worker when it starts
+    /// a job (`unsteer_self`); read by victims, which steer only a worker
+    /// that has asked for longer than `STEER_AFTER_NS`.
     hungry_since: AtomicU64,
-    /// A victim narrowed the worker's affinity (`NARROWED`), or is doing
-    /// so (`NARROWING`: between its mark and its syscall); the worker
-    /// restores it (`UNNARROWED` again).
+    /// Whether the worker's affinity is narrowed by steering: `UNNARROWED`,
+    /// `NARROWING` or `NARROWED`, below.
     narrowed: AtomicU8,
 }
 
-/// `Steer::narrowed`: the worker has its full CPU set (as far as steering
-/// goes), a victim is narrowing it, or has narrowed it.
+/// `Steer::narrowed`: the worker has its full CPU set, as far as steering
+/// goes. Restored by the worker (`unsteer`, a swap, then a syscall if the
+/// old value was not this) when it starts a job or in its idle round, or by
+/// the victim whose syscall failed.
 const UNNARROWED: u8 = 0;
+/// `Steer::narrowed`: a victim is narrowing the worker's set; stored by the
+/// victim before its syscall, so that a worker that restores its set
+/// meanwhile leaves a trace (the mark is gone when the victim looks again).
 #[cfg(not(loom))]
 const NARROWING: u8 = 1;
+/// `Steer::narrowed`: a victim has narrowed the worker's set; CAS from
+/// `NARROWING` by the victim after its syscall. If the CAS fails, the
+/// worker restored its set meanwhile, perhaps before the narrowing landed,
+/// and the victim restores the full set itself.
 #[cfg(not(loom))]
 const NARROWED: u8 = 2;
 
@@ -62,11 +79,9 @@ impl Pool {
     ///
     /// Why: Linux wakes a sleeping thread on the waker's CPU when it judges
     /// the two to share data (wake-affine), and the thief then queues behind
-    /// its own victim while the other CPU idles until the next load balance
-    /// (milliseconds: longer than a whole fib(30)). Measured with the wq
-    /// probe, fib(30) on 2 unpinned cores after 5 ms of idleness: T2 = 1.76x
-    /// the sequential time, the same as T1; pinned, 0.8x. The thief restores
-    /// its full CPU set when it starts the job.
+    /// its own victim while the other CPU idles until the next load balance,
+    /// milliseconds later (docs/notes/2026-11-25-steal-steering.md). The
+    /// thief restores its full CPU set when it starts the job.
     #[cfg(not(loom))]
     pub(super) fn steer(&self, t: usize, me: usize) {
         let st = &self.workers[t].steer;
@@ -90,9 +105,8 @@ impl Pool {
         // once (it was awake after all) restores its set, and confirmed
         // after it: if the thief restored its set meanwhile (the mark is
         // gone), our narrowing may have landed after its restoring, and
-        // nobody else would undo it (the thief stayed narrowed to one CPU
-        // until its next steering; the runtime tests saw a core left
-        // narrowed for 10 s once in 15 runs): undo it here.
+        // nobody else would undo it (the thief would stay narrowed to one
+        // CPU until its next steering): undo it here.
         st.narrowed.store(NARROWING, Relaxed);
         if manycore_sync::cpu::set_thread_affinity(tid, &others).is_err() {
             st.narrowed.store(UNNARROWED, Relaxed);

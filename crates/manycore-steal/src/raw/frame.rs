@@ -11,12 +11,36 @@ use std::panic::{self, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 use std::thread::Result as ThreadResult;
 
-/// `JobHeader::state` of a frame nobody has been handed.
+// The values of `JobHeader::state`, in the order a frame goes through them:
+//
+//   LATENT --promote--> 1 + thief --run_stolen--> STARTED --run_frame--> DONE
+//      ^                    |
+//      +----unpromote-------+   (publication failed: the frame was never seen)
+//
+// A frame taken back by its owner (`Mailbox::reclaim`) keeps `1 + thief`: the
+// owner runs `b` itself and the frame dies with its join. `1 + thief` is at
+// most `MAX_WORKERS` (64), far below `STARTED`.
+
+/// `state`: nobody has been handed the frame. Stored by the owner when it
+/// builds the frame (a plain initialisation) and by `unpromote` when the
+/// publishing CAS failed (Relaxed: no other thread saw the frame). Read by
+/// the owner at its join (Acquire, for the other values' sake): still
+/// `LATENT`, it runs `b` inline. `oldest_latent` promotes only such frames.
 pub(super) const LATENT: usize = 0;
-/// `JobHeader::state` once the thief has stored the result.
+/// `state`: the thief has stored the result; the last the thief does to the
+/// frame. Stored by the thief in `run_frame` with Release, after writing the
+/// result and marking its mailbox `HUNGRY`; pairs with the owner's Acquire
+/// loads (`join`, `join_promoted`, `unwind_recorded`, `is_done`), which then
+/// see the result and the `HUNGRY` mailbox (handback). The frame may be gone
+/// as soon as the store lands.
 pub(super) const DONE: usize = usize::MAX;
-/// `JobHeader::state` once the thief has taken the job (a hint for the
-/// owner: no point trying to take it back).
+/// `state`: the thief has taken the job out of its mailbox. Stored by the
+/// thief in `run_stolen` (Relaxed; its first touch of the frame's line is a
+/// store, so the line comes over exclusive once). Read by the owner
+/// (`is_started`, Relaxed) as a hint only: no point trying to take the job
+/// back, and the CAS would pull the thief's mailbox line away just before
+/// the thief marks itself hungry. Pairs with nothing; correctness rests on
+/// the mailbox CAS and `DONE`.
 const STARTED: usize = usize::MAX - 1;
 
 /// The type-erased head of a recorded job frame.
@@ -25,9 +49,10 @@ pub(crate) struct JobHeader {
     /// Owner-only, immutable: the chain's head when this frame was linked
     /// (an older frame further up the same stack), or null.
     pub(super) prev: *const JobHeader,
-    /// `LATENT`; 1 + the thief's index once promoted (owner, before
-    /// publication); `STARTED` once the thief has taken it (Relaxed, a
-    /// hint); `DONE` once the thief has stored the result (Release).
+    /// `LATENT`, `1 + thief` once promoted to worker `thief` (stored by the
+    /// owner in `promote`, Relaxed, before the Release CAS that publishes
+    /// the frame; only the owner reads this value), `STARTED`, or `DONE`:
+    /// see the constants above.
     pub(super) state: AtomicUsize,
     /// Runs `b` on a thief; returns the owner's worker index.
     run: unsafe fn(*const JobHeader, &Local) -> usize,

@@ -1,26 +1,48 @@
-//! A worker's mailbox: the one word through which a job changes hands.
+//! A worker's mailbox: the one word through which a job changes hands. It
+//! lives in `raw` because its Release/Acquire pair is what publishes a frame
+//! to its thief (invariant P), and taking a job out of it is what entitles a
+//! thread to run the frame's `b`.
 
 use super::frame::JobHeader;
 use manycore_sync::atomic::{AtomicUsize, Ordering};
 use manycore_sync::CachePadded;
 use std::ptr::NonNull;
 
-/// Mailbox value: not asking for work.
+/// Mailbox value: not asking for work. Only the worker itself moves its
+/// mailbox away from `EMPTY` (to `HUNGRY`).
 pub(crate) const EMPTY: usize = 0;
-/// Mailbox value: asking for work (any larger value is a job's address).
+/// Mailbox value: asking for work. Set by the worker itself: in its idle
+/// hook (`Pool::register`), or as a thief that has just finished a stolen
+/// piece, before its `DONE` (`Pool::mark_hungry`, for the handback). Left
+/// by a victim's `offer` or the worker's own `withdraw`. Any value above
+/// `HUNGRY` is the address of a job handed to the worker.
 pub(crate) const HUNGRY: usize = 1;
 
-/// `EMPTY`, `HUNGRY`, or the address of a job handed to this worker.
-/// Alone on its line, as is `ec`: a victim's publishing CAS, the thief's
-/// claiming CAS and the victim's look at `ec` right after (to wake the
-/// thief) would otherwise fight over one line. Measured with a traced
-/// steal (rdtsc marks), on one line: the thief's claim 160 ns, the
-/// victim's wake-up 120 ns; apart: 70 and 20-40 ns.
+/// A worker's mailbox word: `EMPTY`, `HUNGRY`, or the address of a job
+/// handed to this worker. Its transitions, each a method below:
+///
+/// | from     | to       | by                       | method       | ordering      |
+/// |----------|----------|--------------------------|--------------|---------------|
+/// | `EMPTY`  | `HUNGRY` | the worker               | `set_hungry` | Relaxed store |
+/// | `HUNGRY` | `EMPTY`  | the worker               | `withdraw`   | Relaxed CAS   |
+/// | `HUNGRY` | job      | a victim (job's owner)   | `offer`      | Release CAS   |
+/// | job      | `EMPTY`  | the worker (the thief)   | `take`       | Acquire CAS   |
+/// | job      | `EMPTY`  | the job's owner          | `reclaim`    | Relaxed CAS   |
+///
+/// A job leaves the mailbox exactly once: `take` and `reclaim` race on the
+/// same CAS, and whoever wins owns `b` (invariant P). `HUNGRY` is written
+/// with plain stores only by the worker, and only from `EMPTY` (a job cannot
+/// arrive in an `EMPTY` mailbox, so no job is overwritten).
+///
+/// Alone on its line, as is the worker's event count: a victim's publishing
+/// CAS, the thief's claiming CAS and the victim's look at the event count
+/// right after (to wake the thief) would otherwise fight over one line
+/// (docs/notes/2026-11-25-steal-cache-lines.md).
 #[derive(Debug, Default)]
 pub(crate) struct Mailbox(CachePadded<AtomicUsize>);
 
 impl Mailbox {
-    /// The word, loaded with `order`.
+    /// The word, loaded with `order` (the caller picks a transition from it).
     #[inline]
     pub(crate) fn load(&self, order: Ordering) -> usize {
         self.0.load(order)
@@ -32,7 +54,8 @@ impl Mailbox {
         self.0.load(Ordering::Relaxed) > HUNGRY
     }
 
-    /// `EMPTY` -> `HUNGRY`, by the worker itself (a plain store).
+    /// `EMPTY` -> `HUNGRY`, by the worker itself, having read `EMPTY` (a
+    /// plain store: nobody else moves the word away from `EMPTY`).
     #[inline]
     pub(crate) fn set_hungry(&self) {
         self.0.store(HUNGRY, Ordering::Relaxed);
