@@ -31,6 +31,9 @@
 //!   the thief has not started it yet, otherwise it waits for it while running
 //!   work handed to it (the thief serves the waiting owner's demand in turn:
 //!   leapfrogging) and polling messages; every spin is bounded.
+//! * [`scope`] runs spawned closures as a balanced tree of joins, so each is
+//!   latent work too. [`ThreadPool::stats`] and [`steal_stats`] count how
+//!   much work moved between workers ([`StealStats`]).
 //!
 //! `src/README.md` describes the protocol, its invariants and why it is
 //! correct; `src/loom_tests.rs` model-checks it.

@@ -37,6 +37,7 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 
 #[test]
 fn steal_and_join() {
+    // Std atomics: they count across loom's executions, outside the model.
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
     static RUNS: AtomicUsize = AtomicUsize::new(0);
     static STOLEN: AtomicUsize = AtomicUsize::new(0);

@@ -28,8 +28,10 @@ pub const HEARTBEAT_PERIOD: Duration = Duration::from_micros(25);
 const MIN_INTERVAL: u32 = 2;
 const MAX_INTERVAL: u32 = 1 << 13;
 
-// Process-wide settings and statistics are std atomics on purpose: they are
-// hints outside the steal protocol (loom's atomics cannot live in statics).
+// A std atomic, not manycore_sync's: a static needs a const constructor,
+// which loom's atomics lack, and a process-wide setting is read as a hint
+// outside the steal protocol, so the loom models lose nothing by not seeing
+// it.
 static MAX_SEQUENTIAL: std::sync::atomic::AtomicU32 =
     std::sync::atomic::AtomicU32::new(DEFAULT_MAX_SEQUENTIAL);
 

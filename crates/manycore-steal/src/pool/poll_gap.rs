@@ -5,8 +5,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 #[cfg(feature = "internals")]
 use std::time::Duration;
 
-// Process-wide settings and statistics are std atomics on purpose: they are
-// hints outside the steal protocol (loom's atomics cannot live in statics).
+// Std atomics, not manycore_sync's: statics need a const constructor, which
+// loom's atomics lack, and statistics are outside the steal protocol, so the
+// loom models lose nothing by not seeing them.
 static GAP_STATS: AtomicBool = AtomicBool::new(false);
 static MAX_GAP_NS: AtomicU64 = AtomicU64::new(0);
 
