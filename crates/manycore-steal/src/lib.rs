@@ -1,20 +1,21 @@
 //! manycore fork-join: lazy on-stack execution with stealing on demand, after
-//! Leberecht, *The MuSE System: A Flexible Combination of On-Stack Execution
-//! and Work-Stealing* (`shared/papers/muse-on-stack-work-stealing.txt`).
+//! Markus Leberecht, *The MuSE System: A Flexible Combination of On-Stack
+//! Execution and Work-Stealing*.
 //!
 //! MuSE calls every subgraph on the stack like a sequential program and pays
 //! for parallelism (a heap context, a queue, a migration) only when an idle
 //! node actually takes work; a bound, `MAX_SEQUENTIAL`, makes sure the
 //! scheduler still polls its messages during long sequential runs. Here:
 //!
-//! * [`join`]`(a, b)` in the top [`LATENT_WINDOW`] levels of a join tree (and
-//!   at every tick) writes `b` into a frame on its own stack and links it
-//!   into the thread's *latent list*, a chain of stack frames from the
-//!   innermost recorded join outwards (plain loads and stores: no atomic
+//! * [`join`]`(a, b)` in the top four levels of a join tree (and at every
+//!   tick) writes `b` into a frame on its own stack and links it into the
+//!   thread's *latent list*, a chain of stack frames from the innermost
+//!   recorded join outwards (plain loads and stores: no atomic
 //!   read-modify-write, no fence, no allocation), runs `a`, and then runs `b`
-//!   inline if it is still latent; deeper joins are plain calls. Either way
-//!   it is the sequential program plus a few instructions.
-//!   [`Ctx::join`] does the same with the depth carried by value.
+//!   inline if it is still latent; deeper joins are plain calls. Either way,
+//!   while nobody steals, it is the sequential program plus a few
+//!   instructions. [`Ctx::join`] does the same with the depth carried by
+//!   value.
 //! * On a manycore runtime ([`attach`], [`StealExt::install`]) the workers are
 //!   the runtime's cores; [`ThreadPool`] provides plain threads instead.
 //! * An idle worker *announces demand* (a bit in a shared word and `HUNGRY`
@@ -23,15 +24,25 @@
 //!   every fixed [`max_sequential`] joins) a busy worker looks at the demand
 //!   word and, if a worker is hungry, *promotes* its oldest latent frame (the
 //!   biggest piece of work, as in Cilk and MuSE) into that thief's mailbox
-//!   and rings its doorbell; recorded joins of the context form serve demand
-//!   at once, too. Every few ticks the *heartbeat* polls its messages.
+//!   and rings its doorbell; between ticks, a recorded join serves demand at
+//!   once while the worker is *eager*. Every few ticks the *heartbeat* polls
+//!   the worker's messages.
 //! * The owner of a promoted frame, back at its join, takes the frame back if
 //!   the thief has not started it yet, otherwise it waits for it while running
 //!   work handed to it (the thief serves the waiting owner's demand in turn:
 //!   leapfrogging) and polling messages; every spin is bounded.
+//! * [`scope`] runs spawned closures as a balanced tree of joins, so each is
+//!   latent work too. [`ThreadPool::stats`] and [`steal_stats`] count how
+//!   much work moved between workers ([`StealStats`]).
 //!
-//! `README.md` beside this file describes the protocol; `tests/loom.rs`
-//! model-checks it.
+//! `src/README.md` describes the protocol, its invariants and why it is
+//! correct; `src/loom_tests.rs` model-checks it.
+//!
+//! # Features
+//!
+//! * `internals` (off by default): counters and hooks for benches and dev
+//!   probes (`probe`, `measure_poll_gaps`, `max_poll_gap`, `current_stats`,
+//!   `LATENT_WINDOW`). Not a stable API.
 //!
 //! # Example
 //!
@@ -64,241 +75,38 @@
 //! assert_eq!(with_ctx(|s| fib(s, 20)), 6765);
 //! ```
 
+mod join;
 mod pool;
-#[doc(hidden)]
-pub mod probe;
 mod raw;
 #[cfg(not(loom))]
 mod rt;
 mod scope;
 mod thread_pool;
 
+pub use join::{join, with_ctx, Ctx};
 pub use pool::{
-    max_poll_gap, max_sequential, measure_poll_gaps, set_max_sequential, StealStats,
-    DEFAULT_MAX_SEQUENTIAL, HEARTBEAT_PERIOD,
+    max_sequential, set_max_sequential, StealStats, DEFAULT_MAX_SEQUENTIAL, HEARTBEAT_PERIOD,
 };
 #[cfg(not(loom))]
 pub use rt::{attach, steal_stats, StealExt};
 pub use scope::{scope, Scope};
 pub use thread_pool::{ThreadPool, ThreadPoolBuilder};
 
-use raw::Local;
-use std::marker::PhantomData;
+// Behind `internals`: what benches, probes and tests measure with, not part
+// of the crate's API.
+#[cfg(feature = "internals")]
+pub use join::LATENT_WINDOW;
+#[cfg(feature = "internals")]
+pub use pool::{max_poll_gap, measure_poll_gaps};
+#[cfg(feature = "internals")]
+pub mod probe;
 
-/// Runs `a` and `b`, potentially in parallel, and returns both results.
-///
-/// Rayon's semantics: both closures always run; if either panics, the panic
-/// propagates after both have finished (`a`'s wins if both panic). On a
-/// worker (a manycore core, or inside [`ThreadPool::install`]) `b` is latent
-/// work that an idle worker may steal; anywhere else the two run one after
-/// the other on the calling thread.
-// Out of line for closures of up to two words: the caller's recursive
-// function is then inlined into the closures here, so that its base case (a
-// leaf of the tree) is tested before the call rather than after it, and a
-// join tree costs one call per inner node, not one per node. Inlined for
-// bigger closures, which an out-of-line join would copy (see `Ctx::join`).
-#[inline(always)]
-pub fn join<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-where
-    A: FnOnce() -> RA + Send,
-    B: FnOnce() -> RB + Send,
-    RA: Send,
-    RB: Send,
-{
-    if passed_in_memory::<A, B>() {
-        let unrecorded = raw::with_local_flat(|local| count_unrecorded(local, local.depth.get()));
-        if unrecorded {
-            return raw::join_unrecorded((), |()| a(), |()| b());
-        }
-        raw::with_local_flat(|local| join_recorded_plain(local, local.depth.get(), a, b))
-    } else {
-        join_out_of_line(a, b)
-    }
-}
+#[cfg(all(test, loom))]
+mod loom_tests;
 
-#[inline(never)]
-fn join_out_of_line<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
-where
-    A: FnOnce() -> RA + Send,
-    B: FnOnce() -> RB + Send,
-    RA: Send,
-    RB: Send,
-{
-    raw::with_local_flat(|local| {
-        // The depth saturates at LATENT_WINDOW: below the window a join only
-        // reads it (no store for the joins under it to wait for).
-        let depth = local.depth.get();
-        if count_unrecorded(local, depth) {
-            return raw::join_unrecorded((), |()| a(), |()| b());
-        }
-        join_recorded_plain(local, depth, a, b)
-    })
-}
-
-/// True if either closure of a join is bigger than two words: the Rust ABI
-/// then passes it in memory, and the join is inlined rather than called
-/// (see `Ctx::join`).
-#[inline(always)]
-const fn passed_in_memory<A, B>() -> bool {
-    const WORDS2: usize = 2 * std::mem::size_of::<usize>();
-    std::mem::size_of::<A>() > WORDS2 || std::mem::size_of::<B>() > WORDS2
-}
-
-/// A join at `depth` that runs unrecorded (below the window, not on a
-/// tick): counts it and returns true. Otherwise false: record it.
-#[inline(always)]
-fn count_unrecorded(local: &Local, depth: u32) -> bool {
-    let n = local.beat.get();
-    let counted = depth >= LATENT_WINDOW && n != 0;
-    if counted {
-        local.beat.set(n - 1);
-    }
-    counted
-}
-
-/// The recorded join of the plain form (out of line, as for `Ctx::join`).
-#[inline(never)]
-fn join_recorded_plain<A, B, RA, RB>(local: &Local, depth: u32, a: A, b: B) -> (RA, RB)
-where
-    A: FnOnce() -> RA + Send,
-    B: FnOnce() -> RB + Send,
-    RA: Send,
-    RB: Send,
-{
-    let _depth = (depth < LATENT_WINDOW).then(|| raw::DepthGuard::enter(local, depth));
-    raw::join::<true, _, _, _, _>(local, a, move |_| b())
-}
-
-/// How many levels of a join tree are recorded as latent work, counted from
-/// the tree's root (the [`with_ctx`] call, or for [`join`] the outermost join
-/// of the thread) or from the root of a stolen piece. Deeper joins run as
-/// plain calls, except that a join falling on a tick (every so many joins,
-/// see [`HEARTBEAT_PERIOD`]) is recorded too, so that deep recursions always
-/// have some latent work. Promotion takes the
-/// oldest frame, the biggest piece of work; the top levels hold the big
-/// pieces, and a thief records the top levels of what it stole.
-pub const LATENT_WINDOW: u32 = 4;
-
-/// The context-passing form of [`join`] (as in `chili`): a handle on the
-/// calling worker, passed down the recursion by value, that carries the
-/// join's depth in the tree, so that a join below [`LATENT_WINDOW`] levels
-/// touches no thread-local state but the tick counter. Not `Send`: it
-/// belongs to one thread.
-#[derive(Debug, Clone, Copy)]
-pub struct Ctx<'a> {
-    /// Depth of the join in the tree (0: the root, or the root of a stolen
-    /// piece), saturated at [`LATENT_WINDOW`].
-    depth: u32,
-    _worker: PhantomData<&'a Local>,
-}
-
-impl Ctx<'_> {
-    #[inline(always)]
-    fn at(depth: u32) -> Self {
-        Self {
-            depth,
-            _worker: PhantomData,
-        }
-    }
-
-    /// [`join`], passing each closure the context of the worker that runs it.
-    /// Records `b` as latent work in the top [`LATENT_WINDOW`] levels of the
-    /// tree and at ticks; elsewhere runs `a` then `b` as plain calls.
-    //
-    // Closures of up to two words travel in registers, and the join is out
-    // of line: a recursive function that joins is then inlined into the
-    // closures here (the join is the recursion's one out-of-line step), so
-    // its base case is tested before a call instead of after one. For fib
-    // that halves the calls: one per inner node of the tree instead of one
-    // per node, as in the sequential code (where the compiler turns the
-    // second call into a loop).
-    //
-    // Bigger closures are passed in memory, and an out-of-line join would
-    // copy them (to keep `b` where the unwinding path finds it) with wide
-    // loads of what the caller had just stored field by field: a load the
-    // store buffer cannot forward, which waits for the stores to retire
-    // (40-56% of the join's time in knary(4,10,0), per perf). Inlined, the
-    // closures are built where they are used.
-    #[inline(always)]
-    pub fn join<A, B, RA, RB>(self, a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce(Ctx<'_>) -> RA + Send,
-        B: FnOnce(Ctx<'_>) -> RB + Send,
-        RA: Send,
-        RB: Send,
-    {
-        if passed_in_memory::<A, B>() {
-            self.join_here(a, b)
-        } else {
-            self.join_out_of_line(a, b)
-        }
-    }
-
-    #[inline(never)]
-    fn join_out_of_line<A, B, RA, RB>(self, a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce(Ctx<'_>) -> RA + Send,
-        B: FnOnce(Ctx<'_>) -> RB + Send,
-        RA: Send,
-        RB: Send,
-    {
-        let depth = self.depth;
-        raw::with_local_flat(|local| {
-            if count_unrecorded(local, depth) {
-                // The depth saturates at LATENT_WINDOW.
-                return raw::join_unrecorded(self, a, b);
-            }
-            join_recorded(local, depth, a, b)
-        })
-    }
-
-    #[inline(always)]
-    fn join_here<A, B, RA, RB>(self, a: A, b: B) -> (RA, RB)
-    where
-        A: FnOnce(Ctx<'_>) -> RA + Send,
-        B: FnOnce(Ctx<'_>) -> RB + Send,
-        RA: Send,
-        RB: Send,
-    {
-        let depth = self.depth;
-        // The closures stay out of the thread-local accessor's closure: moved
-        // into it, they would be copied on every join.
-        let unrecorded = raw::with_local_flat(|local| count_unrecorded(local, depth));
-        if unrecorded {
-            // The depth saturates at LATENT_WINDOW.
-            return raw::join_unrecorded(self, a, b);
-        }
-        raw::with_local_flat(|local| join_recorded(local, depth, a, b))
-    }
-}
-
-/// The recorded join of the context form, kept out of line: the caller's own
-/// frame then holds no escaping stack slot on the common (unrecorded) path,
-/// so the optimiser can treat that path like plain recursion.
-#[inline(never)]
-fn join_recorded<A, B, RA, RB>(local: &Local, depth: u32, a: A, b: B) -> (RA, RB)
-where
-    A: FnOnce(Ctx<'_>) -> RA + Send,
-    B: FnOnce(Ctx<'_>) -> RB + Send,
-    RA: Send,
-    RB: Send,
-{
-    let next = depth.saturating_add(1).min(LATENT_WINDOW);
-    raw::join::<true, _, _, _, _>(
-        local,
-        move || a(Ctx::at(next)),
-        // A thief records the top levels of the piece it stole.
-        move |stolen| b(Ctx::at(if stolen { 0 } else { next })),
-    )
-}
-
-/// Runs `f` with the calling thread's [`Ctx`] (at the root of a join tree).
-#[inline]
-pub fn with_ctx<R>(f: impl FnOnce(Ctx<'_>) -> R) -> R {
-    f(Ctx::at(0))
-}
-
-/// Steal counters of the pool the calling thread is a worker of, if any.
+/// Steal counters of the pool the calling thread is a worker of, if any
+/// (for benches: users have [`ThreadPool::stats`] and [`steal_stats`]).
+#[cfg(feature = "internals")]
 pub fn current_stats() -> Option<StealStats> {
     pool::current().map(|(p, _)| p.stats())
 }

@@ -45,13 +45,3 @@ pub fn promotion_cost(iters: u32) -> Duration {
     debug_assert!(promoted >= u64::from(iters), "every join promoted");
     with.saturating_sub(base) / iters.max(1)
 }
-
-/// Announces the calling worker's demand, as a runtime core's idle hook does
-/// before its scheduler runs a message: a worker that then runs a join tree
-/// has *stale* demand, which its next tick withdraws (for the loom model).
-/// No-op on a thread that is no pool's worker.
-pub fn register_demand() {
-    if let Some((p, me)) = pool::current() {
-        p.register(me);
-    }
-}

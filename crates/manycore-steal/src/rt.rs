@@ -119,11 +119,11 @@ impl StealExt for Runtime {
             return f();
         }
         // Wake the other cores now, while core 0 wakes for `f`: a sleeping
-        // core on this VM takes 30-200 us to run again (the vCPU halts), and
-        // woken here it is up and looking for work (spinning for its idle
-        // policy's budget) by the time `f`'s first join can hand it some,
-        // instead of starting to wake only then. knary(4,10,0) after 5 ms
-        // idle (wq probe, 3 interleaved runs): T2 0.759 -> 0.716 ms.
+        // core can take tens of microseconds to run again (on a virtual
+        // machine the vCPU halts), and woken here it is up and looking for
+        // work (spinning for its idle policy's budget) by the time `f`'s
+        // first join can hand it some, instead of starting to wake only then
+        // (docs/notes/2026-11-25-steal-install-wake.md).
         for c in self.cores().iter().skip(1) {
             c.notify();
         }

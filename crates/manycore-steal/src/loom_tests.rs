@@ -4,10 +4,10 @@
 //! bound) of demand, promotion, hand-off, reclaim, the thief's `done` and the
 //! owner's wait, and checks results, panics and that nobody sleeps forever.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" cargo test -p manycore-steal --release --test loom`
-#![cfg(loom)]
+//! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --release
+//! -p manycore-steal --lib loom_tests`
 
-use manycore_steal::{join, ThreadPool};
+use crate::{join, with_ctx, ThreadPool};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// A pool of `workers` whose threads tick every `max_sequential` joins (its
@@ -17,6 +17,14 @@ fn pool(workers: usize, max_sequential: u32) -> ThreadPool {
         .workers(workers)
         .max_sequential(max_sequential)
         .build()
+}
+
+/// Announces the calling worker's demand, as a runtime core's idle hook does
+/// before its scheduler runs a message: a worker that then runs a join tree
+/// has *stale* demand, which its next tick withdraws.
+fn register_demand() {
+    let (p, me) = crate::pool::current().expect("a worker of the pool");
+    p.register(me);
 }
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
@@ -29,6 +37,7 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 
 #[test]
 fn steal_and_join() {
+    // Std atomics: they count across loom's executions, outside the model.
     use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
     static RUNS: AtomicUsize = AtomicUsize::new(0);
     static STOLEN: AtomicUsize = AtomicUsize::new(0);
@@ -85,7 +94,7 @@ fn stale_demand_is_withdrawn_at_a_tick() {
         let r = pool.install(|| {
             join(
                 || {
-                    manycore_steal::probe::register_demand();
+                    register_demand();
                     join(|| 1, || 2)
                 },
                 || join(|| 3, || 4),
@@ -126,9 +135,8 @@ fn three_workers_leapfrog() {
 fn context_form_chain() {
     model(|| {
         let pool = pool(2, 1);
-        let r = pool.install(|| {
-            manycore_steal::with_ctx(|s| s.join(|s| s.join(|_| 1, |_| 2), |s| s.join(|_| 3, |_| 4)))
-        });
+        let r = pool
+            .install(|| with_ctx(|s| s.join(|s| s.join(|_| 1, |_| 2), |s| s.join(|_| 3, |_| 4))));
         assert_eq!(r, ((1, 2), (3, 4)));
         drop(pool);
     });
@@ -141,7 +149,7 @@ fn context_form_eager() {
     model(|| {
         let pool = pool(2, 2);
         let r = pool.install(|| {
-            manycore_steal::with_ctx(|s| {
+            with_ctx(|s| {
                 s.join(
                     |s| s.join(|_| 1, |s| s.join(|_| 2, |_| 3)),
                     |s| s.join(|_| 4, |_| 5),

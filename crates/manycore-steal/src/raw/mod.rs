@@ -1,0 +1,48 @@
+//! All of manycore-steal's `unsafe` code: the stack frame of a latent job
+//! (`frame`), the per-thread chain of recorded frames, MuSE's on-stack
+//! contexts linked through the stack (`local`, `join`), promotion of the
+//! oldest latent frame, the mailbox that publishes it (`mailbox`), running
+//! it on a thief, and the unrecorded join's unwinding guard (`unrecorded`).
+//! `README.md` in `src/` describes the protocol.
+//!
+//! Invariants the `SAFETY` comments below rely on:
+//!
+//! * **L1 (liveness).** A frame lives in the stack frame of its `join` call,
+//!   which does not return (nor unwind) before `a` has returned and `b` has
+//!   run or been collected. The thread-local head `Local::head` points to a
+//!   frame only while that frame's `a` runs, and a frame's `prev` is the head
+//!   it replaced (an older frame further up the same stack, or null), so
+//!   every chain a thread walks from its head consists of live frames.
+//! * **L2 (ownership).** Only the owning thread reads or writes the chain and
+//!   the frames' `prev` and `thief` fields, and only the owner moves `state`
+//!   away from `LATENT`; `owner` is written by the owner before publication
+//!   and only read after it. `Local` is `!Sync` and never leaves its thread.
+//! * **P (promotion).** A promoted frame has `state != LATENT`. From the
+//!   successful publication of its address (`Mailbox::offer`, a Release CAS
+//!   into a thief's mailbox) until either the owner takes it back out of
+//!   that mailbox (`Mailbox::reclaim`) or the thief's Release store of
+//!   `DONE`, the thread that took it out of the mailbox (`Mailbox::take`,
+//!   Acquire; it holds a `Stolen`) owns the closure `b` and the result slot;
+//!   the owner touches neither, and does not leave `join` until it has taken
+//!   the job back or seen `DONE` (Acquire). The mailbox word leaves the job's
+//!   address once, by one of the two CASes, so exactly one side runs `b`.
+//! * **B (binding).** `Local::pool` is null or points to the pool that the
+//!   thread-local binding (`pool::binding`) holds an `Arc` of; both change
+//!   together. Where the binding may change while a join on the thread holds
+//!   a `&Pool` taken from `Local::pool` (`ThreadPool::install`, the
+//!   promotion probe), the replaced `Arc` is kept until it is put back, so
+//!   the pool outlives the borrow.
+
+mod frame;
+mod join;
+mod local;
+mod mailbox;
+mod unrecorded;
+
+pub(crate) use frame::{
+    is_done, is_started, oldest_latent, promote, run_stolen, unpromote, JobHeader,
+};
+pub(crate) use join::join;
+pub(crate) use local::{set_pool, with_local, with_local_flat, DepthGuard, Local};
+pub(crate) use mailbox::{Mailbox, Stolen, EMPTY, HUNGRY};
+pub(crate) use unrecorded::join_unrecorded;
