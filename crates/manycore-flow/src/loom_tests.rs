@@ -1,0 +1,267 @@
+//! Loom models of manycore-flow's lock-free protocols, against the real
+//! `Claims` (the shared half of the synchronisation counter) and the real
+//! `Turnstile` (a gate's lock word, queue and handoff).
+//!
+//! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test
+//! --release -p manycore-flow --lib loom_tests`
+//!
+//! The critical sections below update a Relaxed counter by load-then-store:
+//! if the protocol failed to order one holder's section before the next
+//! (a missing Acquire/Release), loom would let the next holder load a stale
+//! value and the final count would come out short.
+
+use crate::claims::{Claim, Claims};
+use crate::turnstile::Turnstile;
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use loom::sync::{Arc, Mutex};
+use loom::thread;
+use std::collections::VecDeque;
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(3);
+    }
+    b.check(f);
+}
+
+/// The owner core of an instance with two slots: takes deliveries from its
+/// message queue, counts down its plain (owner-only) counter and fires when
+/// it reaches zero. Returns the values it fired with.
+fn owner(queue: &Mutex<VecDeque<(usize, u32)>>, fired: &AtomicBool) -> [u32; 2] {
+    let mut slots = [None, None];
+    let mut missing = 2;
+    while missing > 0 {
+        let next = queue.lock().unwrap().pop_front();
+        match next {
+            Some((slot, v)) => {
+                assert!(slots[slot].is_none(), "slot {slot} delivered twice");
+                slots[slot] = Some(v);
+                missing -= 1;
+            }
+            None => thread::yield_now(),
+        }
+    }
+    // Release; pairs with the Acquire of a sender that looks for the firing.
+    fired.store(true, Ordering::Release);
+    [slots[0].unwrap(), slots[1].unwrap()]
+}
+
+/// Senders race for the slots of one instance: each slot is won by exactly
+/// one `fetch_or`, the winner delivers, the owner fires once with every
+/// winner's value, and a loser sees `Fired` exactly when the other slot
+/// was claimed before it, `Filled` otherwise.
+#[test]
+fn claims_each_slot_is_won_once_and_the_instance_fires_once() {
+    model(|| {
+        let claims = Arc::new(Claims::new(2));
+        let queue = Arc::new(Mutex::new(VecDeque::new()));
+        let fired = Arc::new(AtomicBool::new(false));
+        let (c1, q1) = (claims.clone(), queue.clone());
+        // Sender A: slot 0 with 10.
+        let a = thread::spawn(move || {
+            let won = c1.claim(0) == Claim::Won;
+            if won {
+                q1.lock().unwrap().push_back((0, 10));
+            }
+            won
+        });
+        let (c2, q2) = (claims.clone(), queue.clone());
+        // Sender B: slot 1 with 20, then slot 0 again with 99.
+        let b = thread::spawn(move || {
+            assert_eq!(c2.claim(1), Claim::Won);
+            q2.lock().unwrap().push_back((1, 20));
+            let second = c2.claim(0);
+            if second == Claim::Won {
+                q2.lock().unwrap().push_back((0, 99));
+            }
+            second
+        });
+        let values = owner(&queue, &fired);
+        let a_won = a.join().unwrap();
+        let b_second = b.join().unwrap();
+        // Exactly one of the two claims on slot 0 won, and its value fired.
+        assert_ne!(a_won, b_second == Claim::Won);
+        assert_eq!(values, [if a_won { 10 } else { 99 }, 20]);
+        if a_won {
+            // B claimed slot 1 before slot 0, so slot 0 lost to a full word.
+            assert_eq!(b_second, Claim::Fired);
+        }
+        assert!(claims.is_complete());
+    });
+}
+
+/// A sender that sees the instance fire, then signals it, is refused with
+/// `Fired` (the claim word is Relaxed; the happens-before through the
+/// firing is what makes its `fetch_or` read the full word).
+#[test]
+fn claims_a_signal_after_the_firing_sees_fired() {
+    model(|| {
+        let claims = Arc::new(Claims::new(2));
+        let queue = Arc::new(Mutex::new(VecDeque::new()));
+        let fired = Arc::new(AtomicBool::new(false));
+        let (c, f) = (claims.clone(), fired.clone());
+        let late = thread::spawn(move || {
+            while !f.load(Ordering::Acquire) {
+                thread::yield_now();
+            }
+            c.claim(1)
+        });
+        let (c, q) = (claims.clone(), queue.clone());
+        let producer = thread::spawn(move || {
+            for (slot, v) in [(0, 1), (1, 2)] {
+                assert_eq!(c.claim(slot), Claim::Won);
+                q.lock().unwrap().push_back((slot, v));
+            }
+        });
+        // The owner starts once the deliveries are queued (one spinner in
+        // the model at a time: the late sender).
+        producer.join().unwrap();
+        assert_eq!(owner(&queue, &fired), [1, 2]);
+        assert_eq!(late.join().unwrap(), Claim::Fired);
+    });
+}
+
+/// One holder's critical section: checks it is alone and bumps `count` by
+/// a Relaxed load then store (a lost update shows a missing ordering).
+fn critical(inside: &AtomicUsize, count: &AtomicUsize) {
+    assert_eq!(inside.fetch_add(1, Ordering::Relaxed), 0, "two holders");
+    let v = count.load(Ordering::Relaxed);
+    count.store(v + 1, Ordering::Relaxed);
+    inside.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Runs `who`'s section holding the gate, then releases; if the release
+/// hands the gate to a waiter, runs that waiter's section here (standing in
+/// for the message that dispatches it to its core), and so on.
+fn hold_and_pass(
+    t: &Turnstile<usize>,
+    who: usize,
+    inside: &AtomicUsize,
+    count: &AtomicUsize,
+    ran: &Mutex<Vec<usize>>,
+) {
+    let mut next = Some(who);
+    while let Some(w) = next {
+        critical(inside, count);
+        ran.lock().unwrap().push(w);
+        next = t.release();
+    }
+}
+
+/// Two instances and the main thread contend for a queue gate: never two
+/// holders, each runs exactly once (a release hands the gate to exactly one
+/// waiter and no waiter is lost when a release races an enqueue), and the
+/// gate ends free.
+#[test]
+fn turnstile_excludes_and_hands_over_to_exactly_one_waiter() {
+    model(|| {
+        let t = Arc::new(Turnstile::<usize>::new());
+        let inside = Arc::new(AtomicUsize::new(0));
+        let count = Arc::new(AtomicUsize::new(0));
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let threads: Vec<_> = (1..=2)
+            .map(|id| {
+                let (t, inside, count, ran) =
+                    (t.clone(), inside.clone(), count.clone(), ran.clone());
+                thread::spawn(move || {
+                    if t.acquire_or_enqueue(id).is_some() {
+                        hold_and_pass(&t, id, &inside, &count, &ran);
+                    }
+                })
+            })
+            .collect();
+        if t.acquire_or_enqueue(0).is_some() {
+            hold_and_pass(&t, 0, &inside, &count, &ran);
+        }
+        for h in threads {
+            h.join().unwrap();
+        }
+        let mut ran = ran.lock().unwrap().clone();
+        ran.sort();
+        assert_eq!(ran, vec![0, 1, 2]);
+        assert_eq!(count.load(Ordering::Relaxed), 3);
+        assert!(!t.is_held());
+        assert_eq!(t.queued(), 0);
+    });
+}
+
+/// Waiters that queued one after the other get the gate in that order,
+/// while the holder's releases race nothing but each other's handoffs.
+#[test]
+fn turnstile_hands_over_in_fifo_order() {
+    model(|| {
+        let t = Arc::new(Turnstile::<usize>::new());
+        assert!(t.try_acquire());
+        let t1 = t.clone();
+        let w1 = thread::spawn(move || assert!(t1.acquire_or_enqueue(1).is_none()));
+        w1.join().unwrap();
+        let t2 = t.clone();
+        let w2 = thread::spawn(move || assert!(t2.acquire_or_enqueue(2).is_none()));
+        w2.join().unwrap();
+        assert_eq!(t.release(), Some(1));
+        assert!(t.is_held());
+        assert_eq!(t.release(), Some(2));
+        assert!(t.is_held(), "handed over, never free in between");
+        assert_eq!(t.release(), None);
+        assert!(!t.is_held());
+    });
+}
+
+/// A release racing an enqueue (the fast release's CAS against the
+/// waiter's QUEUED CAS): the waiter either takes the free gate or is handed
+/// it, never both, never neither.
+#[test]
+fn turnstile_release_racing_an_enqueue() {
+    model(|| {
+        let t = Arc::new(Turnstile::<usize>::new());
+        let inside = Arc::new(AtomicUsize::new(0));
+        let count = Arc::new(AtomicUsize::new(0));
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        assert!(t.try_acquire());
+        let (t1, i1, c1, r1) = (t.clone(), inside.clone(), count.clone(), ran.clone());
+        let waiter = thread::spawn(move || {
+            if t1.acquire_or_enqueue(1).is_some() {
+                hold_and_pass(&t1, 1, &i1, &c1, &r1);
+            }
+        });
+        // The holder (main) finishes its section and releases.
+        hold_and_pass(&t, 0, &inside, &count, &ran);
+        waiter.join().unwrap();
+        let mut ran = ran.lock().unwrap().clone();
+        ran.sort();
+        assert_eq!(ran, vec![0, 1]);
+        assert_eq!(count.load(Ordering::Relaxed), 2);
+        assert!(!t.is_held());
+    });
+}
+
+/// Self-continuation: losers retry the test-and-set (yielding, as a retry
+/// through the core's queue lets other work run) until they win; never two
+/// holders, every section runs once, nothing is lost.
+#[test]
+fn turnstile_self_continuation_excludes() {
+    model(|| {
+        let t = Arc::new(Turnstile::<usize>::new());
+        let inside = Arc::new(AtomicUsize::new(0));
+        let count = Arc::new(AtomicUsize::new(0));
+        let retries = Arc::new(AtomicUsize::new(0));
+        let run = |t: &Turnstile<usize>,
+                   inside: &AtomicUsize,
+                   count: &AtomicUsize,
+                   retries: &AtomicUsize| {
+            while !t.try_acquire() {
+                retries.fetch_add(1, Ordering::Relaxed);
+                thread::yield_now();
+            }
+            critical(inside, count);
+            assert_eq!(t.release(), None);
+        };
+        let (t1, i1, c1, r1) = (t.clone(), inside.clone(), count.clone(), retries.clone());
+        let other = thread::spawn(move || run(&t1, &i1, &c1, &r1));
+        run(&t, &inside, &count, &retries);
+        other.join().unwrap();
+        assert_eq!(count.load(Ordering::Relaxed), 2);
+        assert!(!t.is_held());
+    });
+}
