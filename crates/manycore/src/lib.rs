@@ -62,6 +62,9 @@
 //!   fork-join computation on a runtime's cores.
 //! * [`sock`]: sockets in the shape of `std::net` over shared memory
 //!   (rckSock): [`sock::ShmListener`], [`sock::ShmStream`].
+//! * [`flow`]: dataflow graphs of run-to-completion (zero-wait) threads with
+//!   synchronisation counters, exclusive threads behind gates, and FUCE's
+//!   thread modes (CEFOS).
 //! * [`sync`] (the atomics facade, `EventCount`, CPU sets) and [`ring`] (the
 //!   SPSC ring of cache-line slots) are the layers underneath.
 //!
@@ -112,6 +115,9 @@ pub use manycore_steal as steal;
 
 #[doc(inline)]
 pub use manycore_sock as sock;
+
+#[doc(inline)]
+pub use manycore_flow as flow;
 
 #[doc(inline)]
 pub use manycore_sync as sync;
