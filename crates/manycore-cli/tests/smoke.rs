@@ -66,6 +66,7 @@ fn report_quick_writes_files() {
     }
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("| case | impl |"), "{md}");
-    assert!(md.contains("Acceptance"), "{md}");
+    assert!(md.contains("Targets"), "{md}");
+    assert!(!md.contains("Acceptance"), "{md}");
     let _ = std::fs::remove_dir_all(&dir);
 }

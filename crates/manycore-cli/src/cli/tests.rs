@@ -13,11 +13,15 @@ fn err(s: &str) -> UsageError {
     }
 }
 
-fn bench(s: &str) -> BenchArgs {
+fn bench(s: &str) -> Options {
     match parse(&args(s)) {
-        Ok(Command::Bench { args, .. }) => args,
+        Ok(Command::Bench { options, .. }) => options,
         other => panic!("'{s}': {other:?}"),
     }
+}
+
+fn idle(o: &Options) -> Option<&[String]> {
+    o.get("--idle")
 }
 
 #[test]
@@ -49,28 +53,78 @@ fn help_everywhere() {
 
 #[test]
 fn bench_flags() {
+    // Without flags: the bench's defaults.
     let a = bench("bench pingpong");
     assert_eq!(
         a,
-        BenchArgs {
-            secs: None,
-            reps: None,
-            idle: None,
+        Options {
+            secs: 1.0,
+            reps: 5,
             quick: false,
-            json: false
+            json: false,
+            extra: vec![]
         }
     );
     let a = bench("bench pingpong --idle poll --secs 0.5 --reps 3 --json");
-    assert_eq!(a.secs, Some(0.5));
-    assert_eq!(a.reps, Some(3));
-    assert_eq!(a.idle, Some(vec!["poll".to_string()]));
+    assert_eq!(a.secs, 0.5);
+    assert_eq!(a.reps, 3);
+    assert_eq!(idle(&a), Some(&["poll".to_string()][..]));
     assert!(a.json);
     let a = bench("bench pingpong --idle=all --secs=2");
-    assert_eq!(a.idle.unwrap(), ["poll", "sleep", "hybrid"]);
-    assert_eq!(a.secs, Some(2.0));
+    assert_eq!(idle(&a).unwrap(), ["poll", "sleep", "hybrid"]);
+    assert_eq!(a.secs, 2.0);
+    // --quick: the quick report's budget, unless --secs or --reps say otherwise.
     let a = bench("bench pingpong --idle sleep,poll,sleep --quick");
-    assert_eq!(a.idle.unwrap(), ["sleep", "poll"]);
+    assert_eq!(idle(&a).unwrap(), ["sleep", "poll"]);
     assert!(a.quick);
+    assert_eq!((a.secs, a.reps), (0.2, 3));
+    let a = bench("bench pingpong --quick --secs 4 --reps 9");
+    assert_eq!((a.secs, a.reps), (4.0, 9));
+}
+
+#[test]
+fn settings_are_flags() {
+    // What environment variables used to set.
+    let a = bench("bench steal --pin --quick");
+    assert!(a.switch("--pin"));
+    assert!(!bench("bench steal").switch("--pin"));
+    let a = bench("bench sock --only rtt,table1 --buffer 8192");
+    assert_eq!(a.get("--only").unwrap(), ["rtt", "table1"]);
+    assert_eq!(a.get("--buffer").unwrap(), ["8192"]);
+    assert!(err("bench sock --only nosuch")
+        .msg
+        .contains("invalid value 'nosuch' for '--only'"));
+    assert!(err("bench sock --buffer 1")
+        .msg
+        .contains("invalid value '1' for '--buffer'"));
+    assert!(err("bench steal --pin=1").msg.contains("takes no value"));
+    // Options are the bench's own.
+    assert!(err("bench steal --idle poll")
+        .msg
+        .contains("unknown option '--idle'"));
+    assert!(err("bench sched --reps 3")
+        .msg
+        .contains("unknown option '--reps'"));
+    // Every bench has a help that lists its own options.
+    for b in crate::benches::ALL {
+        let Ok(Command::Help(h)) = parse(&args(&format!("bench {} --help", b.name))) else {
+            panic!("{}", b.name)
+        };
+        for o in b.options {
+            assert!(h.contains(o.flag), "{}: {}", b.name, o.flag);
+        }
+        assert_eq!(h.contains("--reps"), b.repeats, "{}", b.name);
+    }
+}
+
+#[test]
+fn peer_subcommand() {
+    let Ok(Command::Peer { bench, args: a }) = parse(&args("__sock-peer tcp-echo 1 2")) else {
+        panic!()
+    };
+    assert_eq!(bench.name, "sock");
+    assert_eq!(a, ["tcp-echo", "1", "2"]);
+    assert!(err("__pingpong-peer").msg.contains("unknown command"));
 }
 
 #[test]

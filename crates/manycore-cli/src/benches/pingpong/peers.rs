@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use manycore_sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use manycore_sync::{CachePadded, EventCount};
 
-use super::driver::{
+use crate::measure::{
     cpu_pair, join, pin, run_batches, spin_until, spin_until_hot, Plan, Samples, PARTNER_TIMEOUT,
 };
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use manycore::{IdlePolicy, Runtime};
 
-use super::driver::{run_batches, Plan, Samples, PARTNER_TIMEOUT};
+use crate::measure::{run_batches, Plan, Samples, PARTNER_TIMEOUT};
 use super::Idle;
 
 /// The runtime's policy for a name. `Hybrid` uses the runtime's default budget.
