@@ -197,6 +197,11 @@ impl Bench {
         peer: None,
     };
 
+    /// A record of this bench.
+    pub fn record(&self, case: &str, imp: &str, metric: &str, value: f64, unit: &str) -> Record {
+        Record::new(self.name, case, imp, metric, value, unit)
+    }
+
     /// The text after the table: the targets (pass or FAIL), then the notes.
     pub fn summary(&self, records: &[Record]) -> String {
         let mut s = targets_text(&(self.targets)(records));

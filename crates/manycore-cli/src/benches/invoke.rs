@@ -39,10 +39,6 @@ pub const BENCH: Bench = Bench {
     ..Bench::DEFAULT
 };
 
-fn rec(case: &str, imp: &str, metric: &str, value: f64, unit: &str) -> Record {
-    Record::new(BENCH.name, case, imp, metric, value, unit)
-}
-
 /// Seconds per batch loop of [`round_trips`] (at least 50 ms).
 fn loop_secs(o: &Options) -> f64 {
     (o.secs / (3 * o.reps.max(1)) as f64).clamp(0.05, 30.0)
@@ -132,12 +128,12 @@ fn run(o: &Options, progress: &Progress) -> Vec<Record> {
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), d| (l.min(*d), h.max(*d)));
     let (mc, mi, mt) = (median_of(call), median_of(invoke), median_of(timeout));
     out.extend([
-        rec("round_trip", "call", "median", mc, "ns"),
-        rec("round_trip", "remote-invoke", "median", mi, "ns"),
-        rec("round_trip", "call+timeout", "median", mt, "ns"),
-        rec("ratio", "remote-invoke/call", "ratio", mi / mc, "x"),
-        rec("ratio", "timeout-cost", "median", mt - mc, "ns"),
-        rec("ratio", "timeout-cost", "spread", (hi - lo) / 2.0, "ns"),
+        BENCH.record("round_trip", "call", "median", mc, "ns"),
+        BENCH.record("round_trip", "remote-invoke", "median", mi, "ns"),
+        BENCH.record("round_trip", "call+timeout", "median", mt, "ns"),
+        BENCH.record("ratio", "remote-invoke/call", "ratio", mi / mc, "x"),
+        BENCH.record("ratio", "timeout-cost", "median", mt - mc, "ns"),
+        BENCH.record("ratio", "timeout-cost", "spread", (hi - lo) / 2.0, "ns"),
     ]);
     drop(rt);
     progress.set_message("invoke: timeout lateness");
@@ -178,7 +174,7 @@ fn timeout_lateness(o: &Options) -> Vec<Record> {
         .unwrap_or_default();
     [("median", median(&samples)), ("p99", p99(&samples))]
         .into_iter()
-        .filter_map(|(metric, v)| Some(rec("timeout-lateness-sleep", "manycore", metric, v?, "us")))
+        .filter_map(|(metric, v)| Some(BENCH.record("timeout-lateness-sleep", "manycore", metric, v?, "us")))
         .collect()
 }
 
@@ -225,8 +221,8 @@ mod tests {
     fn noise_is_not_a_cost() {
         let cost = |c: f64, s: f64| {
             notes(&[
-                rec("ratio", "timeout-cost", "median", c, "ns"),
-                rec("ratio", "timeout-cost", "spread", s, "ns"),
+                BENCH.record("ratio", "timeout-cost", "median", c, "ns"),
+                BENCH.record("ratio", "timeout-cost", "spread", s, "ns"),
             ])
         };
         assert_eq!(

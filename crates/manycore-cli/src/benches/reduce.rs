@@ -32,10 +32,6 @@ pub const BENCH: Bench = Bench {
     ..Bench::DEFAULT
 };
 
-fn rec(case: &str, imp: &str, metric: &str, value: f64, unit: &str) -> Record {
-    Record::new(BENCH.name, case, imp, metric, value, unit)
-}
-
 /// Group sizes.
 fn sizes(o: &Options) -> &'static [usize] {
     if o.quick {
@@ -120,12 +116,12 @@ fn run(o: &Options, progress: &Progress) -> Vec<Record> {
                 let case = format!("{n}-members");
                 let imp = format!("manycore-{tname}-{pname}");
                 for (metric, v) in [("median", median(&samples)), ("p99", p99(&samples))] {
-                    out.extend(v.map(|v| rec(&case, &imp, metric, v, "us")));
+                    out.extend(v.map(|v| BENCH.record(&case, &imp, metric, v, "us")));
                 }
-                out.push(rec(&case, &imp, "hops", hops as f64, "hops"));
+                out.push(BENCH.record(&case, &imp, "hops", hops as f64, "hops"));
                 if tname == "tree" {
                     let bound = (n as f64).log(4.0).ceil() + 1.0;
-                    out.push(rec(&case, &imp, "depth-bound", bound, "hops"));
+                    out.push(BENCH.record(&case, &imp, "depth-bound", bound, "hops"));
                 }
                 drop(g);
             }

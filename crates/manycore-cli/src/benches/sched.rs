@@ -169,7 +169,7 @@ fn run(o: &Options, progress: &Progress) -> Vec<Record> {
             } else {
                 100.0 * miss as f64 / rel as f64
             };
-            let rec = |metric, v, unit| Record::new(BENCH.name, case, name, metric, v, unit);
+            let rec = |metric, v, unit| BENCH.record(case, name, metric, v, unit);
             out.push(rec("miss-rate", rate, "%"));
             out.push(rec("released", rel as f64, "jobs"));
         }

@@ -306,9 +306,11 @@ fn spawn_peer(args: &[String]) -> io::Result<Child> {
 
 static PORT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(100);
 
-/// Sets up a connected pair: `role` is "echo" (with `arg` = message size)
-/// or "sink" (with `arg` = bytes per acknowledgement); `buffer` is the
-/// manycore-sock buffer size.
+/// Sets up a connected pair: binds a listener of `kind`, starts the other
+/// end ([`peer`], in a thread or, with `procs`, in a peer process) as
+/// `role` "echo" (with `arg` = message size) or "sink" (with `arg` = bytes
+/// per acknowledgement), and accepts it; `buffer` is the manycore-sock
+/// buffer size.
 fn setup(
     buffer: usize,
     kind: Kind,
@@ -319,62 +321,35 @@ fn setup(
     dir: &std::path::Path,
 ) -> io::Result<(Conn, Other)> {
     let port = PORT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let serve = move |c: Conn| -> io::Result<()> {
-        if role == "echo" {
-            echo(c, arg)
+    let start = |args: Vec<String>| -> io::Result<Other> {
+        Ok(if procs {
+            Other::Proc(spawn_peer(&args)?)
         } else {
-            sink(c, arg)
-        }
+            Other::Thread(std::thread::spawn(move || peer(&args)))
+        })
     };
+    let (arg, dir) = (arg.to_string(), dir.display().to_string());
     match kind {
         Kind::Sock(mode) => {
-            let addr = ns.addr(port);
-            let l = ShmListener::bind_with(
-                &addr,
-                Config {
-                    wait_mode: mode_of(mode),
-                    buffer_size: buffer,
-                    ..Config::default()
-                },
-            )?;
-            l.set_accept_timeout(Some(IO_TIMEOUT))?;
-            let other = if procs {
-                Other::Proc(spawn_peer(&[
-                    format!("sock-{role}"),
-                    dir.display().to_string(),
-                    port.to_string(),
-                    mode.into(),
-                    arg.to_string(),
-                ])?)
-            } else {
-                let a = addr.clone();
-                Other::Thread(std::thread::spawn(move || {
-                    let s = ShmStream::connect_timeout(&a, IO_TIMEOUT)?;
-                    s.set_wait_mode(mode_of(mode));
-                    serve(Conn::Sock(s))
-                }))
+            let wait_mode = mode_of(mode);
+            let config = Config {
+                wait_mode,
+                buffer_size: buffer,
+                ..Config::default()
             };
+            let l = ShmListener::bind_with(&ns.addr(port), config)?;
+            l.set_accept_timeout(Some(IO_TIMEOUT))?;
+            let other = start(vec![format!("sock-{role}"), dir, port.to_string(), mode.into(), arg])?;
             let (s, _) = l.accept()?;
             s.set_read_timeout(Some(IO_TIMEOUT))?;
             s.set_write_timeout(Some(IO_TIMEOUT))?;
             Ok((Conn::Sock(s), other))
         }
         Kind::Unix => {
-            let path = dir.join(format!("unix-{port}"));
+            let path = PathBuf::from(dir).join(format!("unix-{port}"));
             let _ = std::fs::remove_file(&path);
             let l = UnixListener::bind(&path)?;
-            let other = if procs {
-                Other::Proc(spawn_peer(&[
-                    format!("unix-{role}"),
-                    path.display().to_string(),
-                    arg.to_string(),
-                ])?)
-            } else {
-                let p = path.clone();
-                Other::Thread(std::thread::spawn(move || {
-                    serve(Conn::Unix(UnixStream::connect(p)?))
-                }))
-            };
+            let other = start(vec![format!("unix-{role}"), path.display().to_string(), arg])?;
             let (s, _) = l.accept()?;
             let _ = std::fs::remove_file(&path);
             s.set_read_timeout(Some(IO_TIMEOUT))?;
@@ -383,19 +358,7 @@ fn setup(
         Kind::Tcp => {
             let l = TcpListener::bind("127.0.0.1:0")?;
             let p = l.local_addr()?.port();
-            let other = if procs {
-                Other::Proc(spawn_peer(&[
-                    format!("tcp-{role}"),
-                    p.to_string(),
-                    arg.to_string(),
-                ])?)
-            } else {
-                Other::Thread(std::thread::spawn(move || {
-                    let s = TcpStream::connect(("127.0.0.1", p))?;
-                    s.set_nodelay(true)?;
-                    serve(Conn::Tcp(s))
-                }))
-            };
+            let other = start(vec![format!("tcp-{role}"), p.to_string(), arg])?;
             let (s, _) = l.accept()?;
             s.set_nodelay(true)?;
             s.set_read_timeout(Some(IO_TIMEOUT))?;
@@ -457,8 +420,8 @@ fn run(opts: &Options, progress: &Progress) -> Vec<Record> {
                 );
                 match r {
                     Ok((med, p99)) => {
-                        out.push(Record::new(BENCH.name, &case, &kind.name(), "median", med, "us"));
-                        out.push(Record::new(BENCH.name, &case, &kind.name(), "p99", p99, "us"));
+                        out.push(BENCH.record(&case, &kind.name(), "median", med, "us"));
+                        out.push(BENCH.record(&case, &kind.name(), "p99", p99, "us"));
                     }
                     Err(e) => progress.println(&format!("sock bench: {case} {}: {e}", kind.name())),
                 }
@@ -486,7 +449,7 @@ fn run(opts: &Options, progress: &Progress) -> Vec<Record> {
                     r
                 });
             match r {
-                Ok(t) => out.push(Record::new(BENCH.name, &case, &name, "throughput", t, "MiB/s")),
+                Ok(t) => out.push(BENCH.record(&case, &name, "throughput", t, "MiB/s")),
                 Err(e) => progress.println(&format!("sock bench: {case} {name}: {e}")),
             }
         }
@@ -570,16 +533,14 @@ fn table1(opts: &Options, ns: &Namespace, dir: &std::path::Path) -> io::Result<V
             let _ = echo_t.join();
             let case = format!("table1-clients-{n}");
             let mibs = 2.0 * msg as f64 / (1 << 20) as f64 / (med_us / 1e6);
-            out.push(Record::new(
-                BENCH.name,
+            out.push(BENCH.record(
                 &case,
                 "manycore-sock-hybrid",
                 "throughput",
                 mibs,
                 "MiB/s",
             ));
-            out.push(Record::new(
-                BENCH.name,
+            out.push(BENCH.record(
                 &case,
                 "manycore-sock-hybrid",
                 "chunk",
@@ -614,57 +575,46 @@ fn arg<T: std::str::FromStr>(args: &[String], i: usize) -> io::Result<T> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("bad argument {i}")))
 }
 
+/// The other end of a pair, in a thread or a peer process: `sock-ROLE DIR
+/// PORT MODE N`, `unix-ROLE PATH N` or `tcp-ROLE PORT N` connects and runs
+/// ROLE (`echo` of N-byte messages, or `sink` acknowledging every N bytes);
+/// `sock-fillers DIR PORT` holds as many idle connections as each line on
+/// stdin asks for (Table 1).
 fn peer(args: &[String]) -> io::Result<()> {
     let role = args.first().map(String::as_str).unwrap_or("");
     let sock_addr = || -> io::Result<SockAddr> {
         Ok(Namespace::dir(args.get(1).cloned().unwrap_or_default()).addr(arg(args, 2)?))
     };
-    match role {
-        "sock-echo" | "sock-sink" => {
+    if role == "sock-fillers" {
+        let addr = sock_addr()?;
+        let mut conns = Vec::new();
+        for line in io::stdin().lock().lines() {
+            let want: usize = line?.trim().parse().unwrap_or(0);
+            while conns.len() < want {
+                conns.push(ShmStream::connect_timeout(&addr, IO_TIMEOUT)?);
+            }
+        }
+        return Ok(());
+    }
+    let (transport, serve) = role.split_once('-').unwrap_or_default();
+    let conn = match transport {
+        "sock" => {
             let s = ShmStream::connect_timeout(&sock_addr()?, IO_TIMEOUT)?;
             s.set_wait_mode(mode_of(args.get(3).map(String::as_str).unwrap_or("")));
-            let n: usize = arg(args, 4)?;
-            if role == "sock-echo" {
-                echo(s, n)
-            } else {
-                sink(s, n)
-            }
+            Conn::Sock(s)
         }
-        "unix-echo" | "unix-sink" => {
-            let s = UnixStream::connect(args.get(1).cloned().unwrap_or_default())?;
-            let n: usize = arg(args, 2)?;
-            if role == "unix-echo" {
-                echo(s, n)
-            } else {
-                sink(s, n)
-            }
-        }
-        "tcp-echo" | "tcp-sink" => {
-            let p: u16 = arg(args, 1)?;
-            let s = TcpStream::connect(("127.0.0.1", p))?;
+        "unix" => Conn::Unix(UnixStream::connect(args.get(1).cloned().unwrap_or_default())?),
+        "tcp" => {
+            let s = TcpStream::connect(("127.0.0.1", arg::<u16>(args, 1)?))?;
             s.set_nodelay(true)?;
-            let n: usize = arg(args, 2)?;
-            if role == "tcp-echo" {
-                echo(s, n)
-            } else {
-                sink(s, n)
-            }
+            Conn::Tcp(s)
         }
-        "sock-fillers" => {
-            // Holds as many idle connections as each stdin line asks for.
-            let addr = sock_addr()?;
-            let mut conns = Vec::new();
-            for line in io::stdin().lock().lines() {
-                let want: usize = line?.trim().parse().unwrap_or(0);
-                while conns.len() < want {
-                    conns.push(ShmStream::connect_timeout(&addr, IO_TIMEOUT)?);
-                }
-            }
-            Ok(())
-        }
-        _ => Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "unknown peer role",
-        )),
+        _ => return Err(io::Error::new(io::ErrorKind::InvalidInput, "unknown peer role")),
+    };
+    let n: usize = arg(args, args.len().saturating_sub(1))?;
+    match serve {
+        "echo" => echo(conn, n),
+        "sink" => sink(conn, n),
+        _ => Err(io::Error::new(io::ErrorKind::InvalidInput, "unknown peer role")),
     }
 }

@@ -82,11 +82,6 @@ over min(--secs, 1) s (at least 0.1 s) while the main thread sleeps. Every
 wait for a partner gives up after 5 s (the row is then left out, with a
 message on stderr).";
 
-/// A record of this bench.
-fn rec(case: &str, imp: &str, metric: &str, value: f64, unit: &str) -> Record {
-    Record::new(BENCH.name, case, imp, metric, value, unit)
-}
-
 /// A manycore idle policy, by name (mapped to `manycore::IdlePolicy` by the runtime rows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Idle {
@@ -197,13 +192,13 @@ fn latency_records(imp: &str, s: &Samples) -> Vec<Record> {
         ("p99", s.p99_ns()),
     ]
     .into_iter()
-    .filter_map(|(metric, v)| Some(rec("round_trip", imp, metric, v?, "ns")))
+    .filter_map(|(metric, v)| Some(BENCH.record("round_trip", imp, metric, v?, "ns")))
     .collect()
 }
 
 fn throughput_records(imp: &str, s: &Samples) -> Vec<Record> {
     s.median_mops()
-        .map(|m| vec![rec("throughput", imp, "median", m, "Mmsg/s")])
+        .map(|m| vec![BENCH.record("throughput", imp, "median", m, "Mmsg/s")])
         .unwrap_or_default()
 }
 
@@ -273,7 +268,7 @@ fn rows(o: &Options) -> Vec<Row> {
             label: format!("idle cpu: {}", i.map_or("no runtime", Idle::impl_name)),
             run: Box::new(move || {
                 let ms = idle_cpu_ms_per_s(IDLE_SETTLE, window, || i.map(rt::idle_runtime).transpose())?;
-                Ok(vec![rec("idle_cpu", imp, "cpu", ms, "ms/s")])
+                Ok(vec![BENCH.record("idle_cpu", imp, "cpu", ms, "ms/s")])
             }),
         });
     }
@@ -369,7 +364,7 @@ pub fn ratios(recs: &[Record]) -> Vec<Record> {
         .iter()
         .filter_map(|&(a, b, case, _, _)| {
             let v = ratio(find(recs, case, a, "median"), find(recs, case, b, "median"))?;
-            Some(rec("ratio", &format!("{a}/{b}"), case, v, "x"))
+            Some(BENCH.record("ratio", &format!("{a}/{b}"), case, v, "x"))
         })
         .collect()
 }
@@ -486,26 +481,26 @@ mod tests {
 
     fn synthetic() -> Vec<Record> {
         vec![
-            rec("round_trip", "raw-atomic", "median", 1000.0, "ns"),
-            rec("round_trip", "raw-futex", "median", 20000.0, "ns"),
-            rec("round_trip", "std-mpsc", "median", 30000.0, "ns"),
-            rec("round_trip", "manycore-poll", "median", 1200.0, "ns"),
-            rec(
+            BENCH.record("round_trip", "raw-atomic", "median", 1000.0, "ns"),
+            BENCH.record("round_trip", "raw-futex", "median", 20000.0, "ns"),
+            BENCH.record("round_trip", "std-mpsc", "median", 30000.0, "ns"),
+            BENCH.record("round_trip", "manycore-poll", "median", 1200.0, "ns"),
+            BENCH.record(
                 "round_trip",
                 "manycore-sleep",
                 "median",
                 30000.0,
                 "ns",
             ),
-            rec("throughput", "rtrb", "median", 20.0, "Mmsg/s"),
-            rec(
+            BENCH.record("throughput", "rtrb", "median", 20.0, "Mmsg/s"),
+            BENCH.record(
                 "throughput",
                 "manycore-poll",
                 "median",
                 15.0,
                 "Mmsg/s",
             ),
-            rec("idle_cpu", "manycore-sleep", "cpu", 0.5, "ms/s"),
+            BENCH.record("idle_cpu", "manycore-sleep", "cpu", 0.5, "ms/s"),
         ]
     }
 

@@ -51,10 +51,6 @@ pub const BENCH: Bench = Bench {
     ..Bench::DEFAULT
 };
 
-fn rec(case: &str, imp: &str, metric: &str, value: f64, unit: &str) -> Record {
-    Record::new(BENCH.name, case, imp, metric, value, unit)
-}
-
 /// Repetitions of one cell: as many runs of about `est` seconds as `secs`
 /// allows, 3 to 21.
 fn reps_for(secs: f64, est: f64) -> usize {
@@ -185,16 +181,16 @@ fn run_workload(o: &Options, w: &mut Workload<'_>, s_cap: f64, out: &mut Vec<Rec
     }
     let med: Vec<f64> = v.iter().map(|x| median(x).unwrap_or(f64::NAN)).collect();
     let ts = med[0];
-    out.push(rec(&w.case, "sequential", "Ts", ts, "ms"));
+    out.push(BENCH.record(&w.case, "sequential", "Ts", ts, "ms"));
     let names = ["manycore", "rayon", "chili", "manycore-plain-join"];
     for (name, t) in names.iter().zip(med[1..].chunks(2)) {
         let (t1, t2) = (t[0], t[1]);
         out.extend([
-            rec(&w.case, name, "T1", t1, "ms"),
-            rec(&w.case, name, "T2", t2, "ms"),
-            rec(&w.case, name, "T1/Ts", t1 / ts, "ratio"),
-            rec(&w.case, name, "T2/Ts", t2 / ts, "ratio"),
-            rec(&w.case, name, "efficiency", (ts / t2) / s_cap, "ratio"),
+            BENCH.record(&w.case, name, "T1", t1, "ms"),
+            BENCH.record(&w.case, name, "T2", t2, "ms"),
+            BENCH.record(&w.case, name, "T1/Ts", t1 / ts, "ratio"),
+            BENCH.record(&w.case, name, "T2/Ts", t2 / ts, "ratio"),
+            BENCH.record(&w.case, name, "efficiency", (ts / t2) / s_cap, "ratio"),
         ]);
     }
     ts
@@ -206,7 +202,7 @@ fn run(opts: &Options, progress: &Progress) -> Vec<Record> {
     let q = opts.quick;
     progress.set_message("steal: parallel capacity");
     let s_cap = parallel_capacity(q);
-    out.push(rec("capacity", "machine", "S_cap", s_cap, "ratio"));
+    out.push(BENCH.record("capacity", "machine", "S_cap", s_cap, "ratio"));
 
     // fib(n), no cutoff.
     let n = if q { 27 } else { 30 };
@@ -241,7 +237,7 @@ fn run(opts: &Options, progress: &Progress) -> Vec<Record> {
         let gap = manycore_steal::max_poll_gap();
         manycore_steal::measure_poll_gaps(false);
         let us = gap.as_secs_f64() * 1e6;
-        out.push(rec(&case, "manycore", "max_poll_gap", us, "us"));
+        out.push(BENCH.record(&case, "manycore", "max_poll_gap", us, "us"));
         rt.shutdown();
     }
 
@@ -361,7 +357,7 @@ fn run(opts: &Options, progress: &Progress) -> Vec<Record> {
         rt.install(|| manycore_steal::with_ctx(|s| fib_mc(s, 20)));
         Ok(rt)
     });
-    out.extend(idle.ok().map(|ms| rec("idle", "manycore", "idle_cpu", ms, "ms/s")));
+    out.extend(idle.ok().map(|ms| BENCH.record("idle", "manycore", "idle_cpu", ms, "ms/s")));
     out
 }
 
@@ -411,11 +407,11 @@ fn table1(opts: &Options, out: &mut Vec<Record>) {
             }
         })
     });
-    out.push(rec(CASE, "sequential", "call_pair", t_base, "ns"));
+    out.push(BENCH.record(CASE, "sequential", "call_pair", t_base, "ns"));
     // A join of two trivial closures, less the loop and the calls themselves.
     let mut join_cost = |imp: &str, f: &mut dyn FnMut() -> Duration| {
         let t = per_iter(f);
-        out.push(rec(CASE, imp, "join_not_stolen", t - t_base, "ns"));
+        out.push(BENCH.record(CASE, imp, "join_not_stolen", t - t_base, "ns"));
     };
     let rt = runtime(opts, 1);
     join_cost("manycore", &mut || {
@@ -462,7 +458,7 @@ fn table1(opts: &Options, out: &mut Vec<Record>) {
         .map(|_| manycore_steal::probe::promotion_cost(iters / 20).as_secs_f64() * 1e9)
         .collect();
     let promotion = median(&v).unwrap_or(f64::NAN);
-    out.push(rec(CASE, "manycore", "promotion", promotion, "ns"));
+    out.push(BENCH.record(CASE, "manycore", "promotion", promotion, "ns"));
 
     // Steal, end to end: a join of two equal halves of busy work with a
     // heartbeat at every join, on two cores. Cost = wall time of the join -
@@ -473,9 +469,9 @@ fn table1(opts: &Options, out: &mut Vec<Record>) {
     let stolen: Vec<f64> = rt.install(move || steal_costs(rounds, 20_000));
     rt.shutdown();
     let cost = median(&stolen).map_or(f64::NAN, |s| s * 1e9);
-    out.push(rec(CASE, "manycore", "steal", cost, "ns"));
+    out.push(BENCH.record(CASE, "manycore", "steal", cost, "ns"));
     let n = stolen.len() as f64;
-    out.push(rec(CASE, "manycore", "steal_samples", n, "count"));
+    out.push(BENCH.record(CASE, "manycore", "steal_samples", n, "count"));
 }
 
 /// On a core of a 2-core runtime: `rounds` joins of two halves of `work`
@@ -527,11 +523,11 @@ fn table2(opts: &Options, p: Knary, ts: f64, out: &mut Vec<Record>) {
     bg.join().unwrap();
     let s_max = 1.5;
     out.extend([
-        rec(&case, "sequential", "Ts", ts, "ms"),
-        rec(&case, "manycore", "T2", t2, "ms"),
-        rec(&case, "manycore", "speedup", ts / t2, "ratio"),
-        rec(&case, "ideal", "S_max", s_max, "ratio"),
-        rec(&case, "manycore", "utilized", ts / t2 / s_max, "ratio"),
+        BENCH.record(&case, "sequential", "Ts", ts, "ms"),
+        BENCH.record(&case, "manycore", "T2", t2, "ms"),
+        BENCH.record(&case, "manycore", "speedup", ts / t2, "ratio"),
+        BENCH.record(&case, "ideal", "S_max", s_max, "ratio"),
+        BENCH.record(&case, "manycore", "utilized", ts / t2 / s_max, "ratio"),
     ]);
 }
 
@@ -591,7 +587,7 @@ mod tests {
     #[test]
     fn summary_judges_each_line_from_the_records() {
         let r = |case: &str, imp: &str, metric: &str, v: f64| {
-            rec(case, imp, metric, v, "ms")
+            BENCH.record(case, imp, metric, v, "ms")
         };
         let recs = vec![
             r("fib(30)", "sequential", "Ts", 2.0),
