@@ -81,13 +81,39 @@ pub fn peer_command(bench: &Bench) -> String {
     format!("__{}-peer", bench.name)
 }
 
-/// A duration for people: "40 s", "about 3 min".
+/// A duration for people: "about 40 s" (to 5 s) under 90 s, else "about
+/// 1.5 min" (to half a minute).
 pub fn duration_text(secs: f64) -> String {
     if secs < 90.0 {
         format!("about {:.0} s", (secs / 5.0).ceil().max(1.0) * 5.0)
     } else {
-        format!("about {:.0} min", (secs / 60.0).round())
+        format!("about {} min", (secs / 30.0).round() / 2.0)
     }
+}
+
+/// `text` with each paragraph (blank-line separated) reflowed to lines of
+/// at most `width` characters.
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    for para in text.split("\n\n") {
+        let mut line = String::new();
+        for word in para.split_whitespace() {
+            if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+                out.push_str(&line);
+                out.push('\n');
+                line.clear();
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        out.push_str(&line);
+        out.push_str("\n\n");
+    }
+    out.truncate(out.trim_end().len());
+    out.push('\n');
+    out
 }
 
 /// How long `manycore report` is expected to take at `size`, in seconds.
@@ -194,10 +220,7 @@ pub fn one_bench_help(b: &Bench) -> String {
     ));
     if !b.method.is_empty() {
         s.push('\n');
-        s.push_str(b.method);
-        if !b.method.ends_with('\n') {
-            s.push('\n');
-        }
+        s.push_str(&wrap(b.method, 78));
     }
     s
 }

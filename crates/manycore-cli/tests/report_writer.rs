@@ -145,7 +145,6 @@ fn writes_all_files() {
     assert!(md.contains("1.29x (target <= 1.5) pass"));
     assert!(md.contains("![Ping-pong: round_trip](pingpong_round_trip.svg)"));
     assert!(md.contains("Targets (figures of this run):\n"), "{md}");
-    assert!(!md.to_lowercase().contains("issue"), "{md}");
     // Every file written has an extension.
     for f in &files {
         assert!(f.extension().is_some(), "{f:?}");

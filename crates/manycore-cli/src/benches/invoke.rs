@@ -18,7 +18,7 @@ use crate::stats::{median, p99};
 /// `manycore bench invoke`.
 pub const BENCH: Bench = Bench {
     name: "invoke",
-    about: "Remote::invoke round trip against call; cost of a timeout that does not fire",
+    about: "remote invocation vs call; the cost and lateness of timeouts",
     title: "Remote method invocation and timeouts",
     method: "Core 0 of a 2-core runtime (poll, or hybrid on one CPU) runs round trips to \
              core 1 in batches of 200 for a third of --secs / --reps each: a plain \

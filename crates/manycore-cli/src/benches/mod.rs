@@ -52,6 +52,8 @@ mod tests {
         assert_eq!(names.len(), ALL.len(), "a name listed twice");
         for b in ALL {
             assert!(!b.about.is_empty() && !b.title.is_empty(), "{}", b.name);
+            // One line of `manycore --help` each.
+            assert!(b.about.chars().count() <= 63, "{}", b.name);
             assert_eq!(find(b.name).map(|f| f.title), Some(b.title));
         }
     }

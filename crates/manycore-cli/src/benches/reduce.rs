@@ -16,7 +16,7 @@ use crate::stats::{median, p99};
 /// `manycore bench reduce`.
 pub const BENCH: Bench = Bench {
     name: "reduce",
-    about: "collective reduce over 1..48 members, tree and flat, per idle policy",
+    about: "collective reduce over 1..48 members, tree and flat",
     title: "Collective reduce over multicast trees",
     method: "Completion time of `reduce` started on core 0 over n members, one per core of \
              an n-core runtime (oversubscribed past the CPUs, so poll only up to the CPU \

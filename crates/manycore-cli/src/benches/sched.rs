@@ -16,7 +16,7 @@ use crate::record::Record;
 /// `manycore bench sched`.
 pub const BENCH: Bench = Bench {
     name: "sched",
-    about: "deadline misses of a periodic task set with background load: FIFO, priority, EDF",
+    about: "deadline misses under load: FIFO, priority, EDF",
     title: "Real-time schedulers: deadline misses",
     method: "A periodic task set on one core (periods 10/20/40 ms, costs 2/4/8 ms, implicit \
              deadlines: utilisation 0.6) with a standing backlog of eight 2 ms background \

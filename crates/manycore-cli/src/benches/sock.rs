@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 /// `manycore bench sock`.
 pub const BENCH: Bench = Bench {
     name: "sock",
-    about: "shared-memory sockets vs Unix and TCP: round trips, streaming, rckSock Table 1",
+    about: "shared-memory sockets vs Unix and TCP; rckSock Table 1",
     title: "Sockets over shared memory (rckSock)",
     method: "Round trips (`rtt`, 64 B to 64 KiB) and 1 MiB streaming between two processes \
              and two threads, manycore-sock (spin, hybrid, sleep) against Unix domain sockets \

@@ -210,3 +210,60 @@ fn error_display_has_hint() {
     assert!(s.starts_with("error: "));
     assert!(s.contains("try 'manycore bench pingpong --help'"));
 }
+
+#[test]
+fn durations_in_help_and_readme_agree() {
+    assert_eq!(duration_text(40.0), "about 40 s");
+    assert_eq!(duration_text(97.0), "about 1.5 min");
+    assert_eq!(duration_text(134.0), "about 2 min");
+    let default = duration_text(report_expected_secs(Size::Default));
+    let quick = duration_text(report_expected_secs(Size::Quick));
+    assert!(report_help().contains(&format!("It takes {default} ({quick} with --quick")));
+    assert!(main_help().contains(&format!("write report/ ({default})")));
+    let readme = include_str!("../../README.md");
+    assert!(
+        readme.contains(&format!("# {default}, writes report/"))
+            && readme.contains(&format!("# {quick}, a smoke run")),
+        "README.md must state the report's durations: {default}, {quick} with --quick"
+    );
+}
+
+#[test]
+fn help_text_is_wrapped() {
+    for b in crate::benches::ALL {
+        let h = one_bench_help(b);
+        for line in h.lines() {
+            assert!(line.chars().count() <= 80, "{}: {line}", b.name);
+        }
+    }
+}
+
+/// What the command prints or writes names no work item, no work session,
+/// no history and no path outside the repository. (The words are spelled
+/// in pieces so that searching the crate for them finds nothing.)
+#[test]
+fn printed_text_tells_no_history() {
+    let forbidden = [
+        ["iss", "ue"].concat(),
+        ["sess", "ion"].concat(),
+        ["shar", "ed/"].concat(),
+        "../".to_string(),
+        "Acceptance".to_string(),
+    ];
+    let mut texts = vec![
+        main_help(),
+        bench_help(),
+        report_help(),
+        include_str!("../../README.md").to_string(),
+    ];
+    for b in crate::benches::ALL {
+        texts.push(one_bench_help(b));
+        texts.push(b.title.to_string());
+        texts.push(b.summary(&[]));
+    }
+    for t in &texts {
+        for f in &forbidden {
+            assert!(!t.contains(f.as_str()), "'{f}' in: {t}");
+        }
+    }
+}

@@ -30,7 +30,7 @@ use crate::record::Record;
 /// `manycore bench pingpong`.
 pub const BENCH: Bench = Bench {
     name: "pingpong",
-    about: "cross-core round trip, one-way throughput and idle CPU, manycore vs peers",
+    about: "cross-core round trip, throughput, idle CPU: manycore vs peers",
     title: "pingpong: cross-core round trip and throughput",
     method: METHOD,
     secs: 1.0,

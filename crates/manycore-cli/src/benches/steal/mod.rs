@@ -29,7 +29,7 @@ use workloads::*;
 /// `manycore bench steal`.
 pub const BENCH: Bench = Bench {
     name: "steal",
-    about: "fork-join fib, knary, tree sum, quicksort: sequential, manycore, rayon, chili (MuSE)",
+    about: "fork-join fib, knary, tree sum, quicksort vs rayon and chili",
     title: "Fork-join: on-stack execution, stolen on demand (MuSE)",
     method: "Ts, and T1/T2 on 1 and 2 cores for manycore, rayon and chili, of fib, knary, \
              a tree sum and quicksort (smaller sizes with --quick); the configurations stay \
