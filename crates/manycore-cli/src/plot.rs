@@ -204,7 +204,7 @@ pub fn target_charts(bench: &Bench, targets: &[Target]) -> Vec<Plot> {
             );
             let mut p = Plot::bars(
                 &stem,
-                &format!("{}: targets, {way} is better", bench.title),
+                &format!("{}: targets ({what}), {way} is better", bench.title),
                 &format!("{what}, {way} is better (black line: the target)"),
                 bars,
                 log,
@@ -269,20 +269,21 @@ impl Axis {
         }
     }
     fn label(self, v: f64) -> String {
-        if self.log {
+        let v = if self.log {
             let k = v.round();
             if (v - k).abs() < 1e-9 && !(-3.0..7.0).contains(&k) {
-                format!("1e{k}")
-            } else {
-                fmt_value(10f64.powf(v))
+                return format!("1e{k}");
             }
+            10f64.powf(v)
         } else {
-            let s = fmt_value(v);
-            if s.contains('.') && !s.contains('e') {
-                s.trim_end_matches('0').trim_end_matches('.').to_string()
-            } else {
-                s
-            }
+            v
+        };
+        // Without trailing zeros: 0.01, 1, 2.5 rather than 0.010, 1.000, 2.500.
+        let s = fmt_value(v);
+        if s.contains('.') && !s.contains('e') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
         }
     }
     /// Number of labels: one per decade on a log axis.
@@ -404,14 +405,13 @@ fn draw_bars(
             )))
             .map_err(err)?;
         if let Some(t) = targets.get(i).copied().flatten().and_then(|t| axis.map(t)) {
-            let mut mark = Rectangle::new(
-                [
+            let mark = PathElement::new(
+                vec![
                     (t, SegmentValue::Exact(seg)),
                     (t, SegmentValue::Exact(seg + 1)),
                 ],
                 BLACK.stroke_width(3),
             );
-            mark.set_margin(1, 1, 0, 0);
             chart.draw_series(std::iter::once(mark)).map_err(err)?;
         }
     }
@@ -589,6 +589,12 @@ mod tests {
             };
             assert_eq!(bars.len(), 1);
             assert_eq!(targets, &[Some(1.0)]);
+            // The target is drawn: a thick black line across its bar.
+            let svg = render_svg(c).unwrap();
+            assert!(
+                svg.contains(r##"stroke="#000000" stroke-width="3""##),
+                "{svg}"
+            );
         }
         // Unmeasured targets are not drawn.
         assert!(target_charts(
