@@ -10,32 +10,24 @@
 
 use std::hint::black_box;
 
-use manycore_cli::benches::steal::workloads::{idle, knary_mc, knary_seq, Knary};
+use manycore_cli::benches::steal::workloads::{idle, knary_mc, knary_mc_plain, knary_seq, Knary};
 use manycore_cli::measure::time;
 use manycore_probes::arg;
 use manycore_steal::with_ctx;
 
-/// knary's children split into binary halves, with the plain `join` when
-/// `par`, else one after the other.
-fn children(p: Knary, depth: u32, n: u32, par: bool) -> u64 {
+/// knary's `n` children at `depth` split into binary halves as the
+/// parallel versions split them, but run one after the other.
+fn split_seq(p: Knary, depth: u32, n: u32) -> u64 {
     if n == 1 {
         let acc = idle(p.i, u64::from(depth));
         return if depth + 1 < p.m {
-            acc.wrapping_add(children(p, depth + 1, p.k, par))
+            acc.wrapping_add(split_seq(p, depth + 1, p.k))
         } else {
             acc
         };
     }
     let h = n / 2;
-    let (a, b) = if par {
-        manycore_steal::join(
-            || children(p, depth, h, par),
-            || children(p, depth, n - h, par),
-        )
-    } else {
-        (children(p, depth, h, par), children(p, depth, n - h, par))
-    };
-    a.wrapping_add(b)
+    split_seq(p, depth, h).wrapping_add(split_seq(p, depth, n - h))
 }
 
 fn main() {
@@ -46,9 +38,9 @@ fn main() {
     };
     let fs: [(&str, &dyn Fn() -> u64); 4] = [
         ("seq", &|| knary_seq(p, 0)),
-        ("binary-split seq", &|| children(p, 0, 1, false)),
+        ("binary-split seq", &|| split_seq(p, 0, 1)),
         ("ctx", &|| with_ctx(|s| knary_mc(s, p, 0))),
-        ("plain join", &|| children(p, 0, 1, true)),
+        ("plain join", &|| knary_mc_plain(p, 0)),
     ];
     let mut best = [f64::MAX; 4];
     for _ in 0..15 {

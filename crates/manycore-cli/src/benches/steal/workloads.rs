@@ -1,46 +1,22 @@
-//! The fork-join workloads of `manycore bench steal`, each in one version
-//! per implementation: sequential (`_seq`), manycore-steal with a context
-//! (`_mc`) or the plain `join` (`_mc_plain`), rayon (`_rayon`) and chili
-//! (`_chili`). Public so that the dev probes (`crates/manycore-probes`) time
-//! exactly these functions.
+//! The fork-join workloads of `manycore bench steal`: fib, knary, a tree sum
+//! and quicksort, each sequential (`_seq`) and once per fork-join
+//! implementation: manycore-steal with a context (`_mc`) or the plain
+//! `join` (`_mc_plain`), rayon (`_rayon`) and chili (`_chili`). The parallel
+//! versions are written once, in two macros (for a join that hands each side
+//! a context, and for one that does not), so that every implementation runs
+//! the same code. Public so that the dev probes (`crates/manycore-probes`)
+//! time exactly these functions.
 
 use std::hint::black_box;
 
 use manycore_steal::Ctx;
 
+/// fib(n), no cutoff.
 pub fn fib_seq(n: u64) -> u64 {
     if n < 2 {
         return n;
     }
     fib_seq(n - 1) + fib_seq(n - 2)
-}
-pub fn fib_mc(s: Ctx<'_>, n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = s.join(|s| fib_mc(s, n - 1), |s| fib_mc(s, n - 2));
-    a + b
-}
-pub fn fib_mc_plain(n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = manycore_steal::join(|| fib_mc_plain(n - 1), || fib_mc_plain(n - 2));
-    a + b
-}
-pub fn fib_rayon(n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = rayon::join(|| fib_rayon(n - 1), || fib_rayon(n - 2));
-    a + b
-}
-pub fn fib_chili(s: &mut chili::Scope<'_>, n: u64) -> u64 {
-    if n < 2 {
-        return n;
-    }
-    let (a, b) = s.join(|s| fib_chili(s, n - 1), |s| fib_chili(s, n - 2));
-    a + b
 }
 
 /// The paper's idle work: `i` dependent steps the optimiser cannot remove.
@@ -71,8 +47,9 @@ pub struct Knary {
     pub i: u32,
 }
 
-// knary(k, m, i): every node does `i` idle steps, then (above depth m) spawns
-// k children; the k children are split in halves by binary joins.
+/// knary(k, m, i): every node does `i` idle steps, then (above depth m)
+/// runs its k children; the parallel versions split the k children in
+/// halves by binary joins.
 pub fn knary_seq(p: Knary, depth: u32) -> u64 {
     let mut acc = idle(p.i, u64::from(depth));
     if depth + 1 < p.m {
@@ -82,64 +59,6 @@ pub fn knary_seq(p: Knary, depth: u32) -> u64 {
     }
     acc
 }
-pub fn knary_mc(s: Ctx<'_>, p: Knary, depth: u32) -> u64 {
-    let acc = idle(p.i, u64::from(depth));
-    if depth + 1 < p.m {
-        acc.wrapping_add(knary_mc_children(s, p, depth + 1, p.k))
-    } else {
-        acc
-    }
-}
-pub fn knary_mc_children(s: Ctx<'_>, p: Knary, depth: u32, n: u32) -> u64 {
-    if n == 1 {
-        return knary_mc(s, p, depth);
-    }
-    let h = n / 2;
-    let (a, b) = s.join(
-        |s| knary_mc_children(s, p, depth, h),
-        |s| knary_mc_children(s, p, depth, n - h),
-    );
-    a.wrapping_add(b)
-}
-pub fn knary_rayon(p: Knary, depth: u32) -> u64 {
-    let acc = idle(p.i, u64::from(depth));
-    if depth + 1 < p.m {
-        acc.wrapping_add(knary_rayon_children(p, depth + 1, p.k))
-    } else {
-        acc
-    }
-}
-pub fn knary_rayon_children(p: Knary, depth: u32, n: u32) -> u64 {
-    if n == 1 {
-        return knary_rayon(p, depth);
-    }
-    let h = n / 2;
-    let (a, b) = rayon::join(
-        || knary_rayon_children(p, depth, h),
-        || knary_rayon_children(p, depth, n - h),
-    );
-    a.wrapping_add(b)
-}
-pub fn knary_chili(s: &mut chili::Scope<'_>, p: Knary, depth: u32) -> u64 {
-    let acc = idle(p.i, u64::from(depth));
-    if depth + 1 < p.m {
-        acc.wrapping_add(knary_chili_children(s, p, depth + 1, p.k))
-    } else {
-        acc
-    }
-}
-pub fn knary_chili_children(s: &mut chili::Scope<'_>, p: Knary, depth: u32, n: u32) -> u64 {
-    if n == 1 {
-        return knary_chili(s, p, depth);
-    }
-    let h = n / 2;
-    let (a, b) = s.join(
-        |s| knary_chili_children(s, p, depth, h),
-        |s| knary_chili_children(s, p, depth, n - h),
-    );
-    a.wrapping_add(b)
-}
-
 /// A node of a binary tree of u64s.
 #[derive(Debug)]
 pub struct Node {
@@ -171,37 +90,11 @@ pub fn build_tree(n: usize, next: &mut u64) -> Option<Box<Node>> {
     node.right = build_tree(n - 1 - l, next);
     Some(node)
 }
+/// The sum of a tree's values.
 pub fn sum_seq(t: &Option<Box<Node>>) -> u64 {
     match t {
         None => 0,
         Some(n) => n.val + sum_seq(&n.left) + sum_seq(&n.right),
-    }
-}
-pub fn sum_mc(s: Ctx<'_>, t: &Option<Box<Node>>) -> u64 {
-    match t {
-        None => 0,
-        Some(n) => {
-            let (a, b) = s.join(|s| sum_mc(s, &n.left), |s| sum_mc(s, &n.right));
-            n.val + a + b
-        }
-    }
-}
-pub fn sum_rayon(t: &Option<Box<Node>>) -> u64 {
-    match t {
-        None => 0,
-        Some(n) => {
-            let (a, b) = rayon::join(|| sum_rayon(&n.left), || sum_rayon(&n.right));
-            n.val + a + b
-        }
-    }
-}
-pub fn sum_chili(s: &mut chili::Scope<'_>, t: &Option<Box<Node>>) -> u64 {
-    match t {
-        None => 0,
-        Some(n) => {
-            let (a, b) = s.join(|s| sum_chili(s, &n.left), |s| sum_chili(s, &n.right));
-            n.val + a + b
-        }
     }
 }
 /// Drops a tree without deep recursion (10 million nodes).
@@ -247,6 +140,7 @@ pub fn partition(v: &mut [u64]) -> usize {
         j -= 1;
     }
 }
+/// Quicksort with insertion sort below [`SORT_CUTOFF`].
 pub fn qsort_seq(v: &mut [u64]) {
     if v.len() <= SORT_CUTOFF {
         return insertion_sort(v);
@@ -256,30 +150,124 @@ pub fn qsort_seq(v: &mut [u64]) {
     qsort_seq(l);
     qsort_seq(r);
 }
-pub fn qsort_mc(s: Ctx<'_>, v: &mut [u64]) {
-    if v.len() <= SORT_CUTOFF {
-        return insertion_sort(v);
-    }
-    let m = partition(v);
-    let (l, r) = v.split_at_mut(m);
-    s.join(|s| qsort_mc(s, l), |s| qsort_mc(s, r));
+/// The parallel workloads for a join that hands each side a context `s` of
+/// type `$ctx` (`s.join(|s| a, |s| b)`), under the names given.
+macro_rules! with_context {
+    ($ctx:ty => $fib:ident, $knary:ident, $children:ident, $sum:ident, $qsort:ident) => {
+        /// fib(n), a join at every call.
+        pub fn $fib(s: $ctx, n: u64) -> u64 {
+            if n < 2 {
+                return n;
+            }
+            let (a, b) = s.join(|s| $fib(s, n - 1), |s| $fib(s, n - 2));
+            a + b
+        }
+        /// knary(k, m, i) from `depth` down.
+        pub fn $knary(s: $ctx, p: Knary, depth: u32) -> u64 {
+            let acc = idle(p.i, u64::from(depth));
+            if depth + 1 < p.m {
+                acc.wrapping_add($children(s, p, depth + 1, p.k))
+            } else {
+                acc
+            }
+        }
+        /// `n` children at `depth`, split in halves.
+        pub fn $children(s: $ctx, p: Knary, depth: u32, n: u32) -> u64 {
+            if n == 1 {
+                return $knary(s, p, depth);
+            }
+            let h = n / 2;
+            let (a, b) = s.join(
+                |s| $children(s, p, depth, h),
+                |s| $children(s, p, depth, n - h),
+            );
+            a.wrapping_add(b)
+        }
+        /// The sum of a tree's values.
+        pub fn $sum(s: $ctx, t: &Option<Box<Node>>) -> u64 {
+            match t {
+                None => 0,
+                Some(n) => {
+                    let (a, b) = s.join(|s| $sum(s, &n.left), |s| $sum(s, &n.right));
+                    n.val + a + b
+                }
+            }
+        }
+        /// Quicksort, the two parts in a join.
+        pub fn $qsort(s: $ctx, v: &mut [u64]) {
+            if v.len() <= SORT_CUTOFF {
+                return insertion_sort(v);
+            }
+            let m = partition(v);
+            let (l, r) = v.split_at_mut(m);
+            s.join(|s| $qsort(s, l), |s| $qsort(s, r));
+        }
+    };
 }
-pub fn qsort_rayon(v: &mut [u64]) {
-    if v.len() <= SORT_CUTOFF {
-        return insertion_sort(v);
-    }
-    let m = partition(v);
-    let (l, r) = v.split_at_mut(m);
-    rayon::join(|| qsort_rayon(l), || qsort_rayon(r));
+
+/// The parallel workloads for a join of two plain closures (`$join(|| a,
+/// || b)`), under the names given.
+macro_rules! without_context {
+    ($join:path => $fib:ident, $knary:ident, $children:ident, $sum:ident, $qsort:ident) => {
+        /// fib(n), a join at every call.
+        pub fn $fib(n: u64) -> u64 {
+            if n < 2 {
+                return n;
+            }
+            let (a, b) = $join(|| $fib(n - 1), || $fib(n - 2));
+            a + b
+        }
+        /// knary(k, m, i) from `depth` down.
+        pub fn $knary(p: Knary, depth: u32) -> u64 {
+            let acc = idle(p.i, u64::from(depth));
+            if depth + 1 < p.m {
+                acc.wrapping_add($children(p, depth + 1, p.k))
+            } else {
+                acc
+            }
+        }
+        /// `n` children at `depth`, split in halves.
+        pub fn $children(p: Knary, depth: u32, n: u32) -> u64 {
+            if n == 1 {
+                return $knary(p, depth);
+            }
+            let h = n / 2;
+            let (a, b) = $join(
+                || $children(p, depth, h),
+                || $children(p, depth, n - h),
+            );
+            a.wrapping_add(b)
+        }
+        /// The sum of a tree's values.
+        pub fn $sum(t: &Option<Box<Node>>) -> u64 {
+            match t {
+                None => 0,
+                Some(n) => {
+                    let (a, b) = $join(|| $sum(&n.left), || $sum(&n.right));
+                    n.val + a + b
+                }
+            }
+        }
+        /// Quicksort, the two parts in a join.
+        pub fn $qsort(v: &mut [u64]) {
+            if v.len() <= SORT_CUTOFF {
+                return insertion_sort(v);
+            }
+            let m = partition(v);
+            let (l, r) = v.split_at_mut(m);
+            $join(|| $qsort(l), || $qsort(r));
+        }
+    };
 }
-pub fn qsort_chili(s: &mut chili::Scope<'_>, v: &mut [u64]) {
-    if v.len() <= SORT_CUTOFF {
-        return insertion_sort(v);
-    }
-    let m = partition(v);
-    let (l, r) = v.split_at_mut(m);
-    s.join(|s| qsort_chili(s, l), |s| qsort_chili(s, r));
-}
+
+with_context!(Ctx<'_> => fib_mc, knary_mc, knary_mc_children, sum_mc, qsort_mc);
+with_context!(&mut chili::Scope<'_> =>
+    fib_chili, knary_chili, knary_chili_children, sum_chili, qsort_chili);
+without_context!(rayon::join =>
+    fib_rayon, knary_rayon, knary_rayon_children, sum_rayon, qsort_rayon);
+without_context!(manycore_steal::join =>
+    fib_mc_plain, knary_mc_plain, knary_mc_plain_children, sum_mc_plain, qsort_mc_plain);
+
 pub fn random_u64s(n: usize) -> Vec<u64> {
     let mut x = 0x2545_f491_4f6c_dd1du64;
     (0..n)
