@@ -235,36 +235,12 @@ impl Kind {
     }
 }
 
-/// A connected pair's local end plus whatever runs the other end.
-enum Conn {
-    Sock(ShmStream),
-    Unix(UnixStream),
-    Tcp(TcpStream),
-}
+/// One end of a connected pair, whatever the transport.
+trait Stream: Read + Write + Send {}
+impl<S: Read + Write + Send> Stream for S {}
+type Conn = Box<dyn Stream>;
 
-impl Read for Conn {
-    fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Conn::Sock(s) => s.read(b),
-            Conn::Unix(s) => s.read(b),
-            Conn::Tcp(s) => s.read(b),
-        }
-    }
-}
-
-impl Write for Conn {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        match self {
-            Conn::Sock(s) => s.write(b),
-            Conn::Unix(s) => s.write(b),
-            Conn::Tcp(s) => s.write(b),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
+/// Whatever runs the other end of a pair.
 enum Other {
     Thread(std::thread::JoinHandle<io::Result<()>>),
     Proc(Child),
@@ -343,7 +319,7 @@ fn setup(
             let (s, _) = l.accept()?;
             s.set_read_timeout(Some(IO_TIMEOUT))?;
             s.set_write_timeout(Some(IO_TIMEOUT))?;
-            Ok((Conn::Sock(s), other))
+            Ok((Box::new(s), other))
         }
         Kind::Unix => {
             let path = PathBuf::from(dir).join(format!("unix-{port}"));
@@ -353,7 +329,7 @@ fn setup(
             let (s, _) = l.accept()?;
             let _ = std::fs::remove_file(&path);
             s.set_read_timeout(Some(IO_TIMEOUT))?;
-            Ok((Conn::Unix(s), other))
+            Ok((Box::new(s), other))
         }
         Kind::Tcp => {
             let l = TcpListener::bind("127.0.0.1:0")?;
@@ -362,7 +338,7 @@ fn setup(
             let (s, _) = l.accept()?;
             s.set_nodelay(true)?;
             s.set_read_timeout(Some(IO_TIMEOUT))?;
-            Ok((Conn::Tcp(s), other))
+            Ok((Box::new(s), other))
         }
     }
 }
@@ -597,17 +573,19 @@ fn peer(args: &[String]) -> io::Result<()> {
         return Ok(());
     }
     let (transport, serve) = role.split_once('-').unwrap_or_default();
-    let conn = match transport {
+    let conn: Conn = match transport {
         "sock" => {
             let s = ShmStream::connect_timeout(&sock_addr()?, IO_TIMEOUT)?;
             s.set_wait_mode(mode_of(args.get(3).map(String::as_str).unwrap_or("")));
-            Conn::Sock(s)
+            Box::new(s)
         }
-        "unix" => Conn::Unix(UnixStream::connect(args.get(1).cloned().unwrap_or_default())?),
+        "unix" => Box::new(UnixStream::connect(
+            args.get(1).cloned().unwrap_or_default(),
+        )?),
         "tcp" => {
             let s = TcpStream::connect(("127.0.0.1", arg::<u16>(args, 1)?))?;
             s.set_nodelay(true)?;
-            Conn::Tcp(s)
+            Box::new(s)
         }
         _ => return Err(io::Error::new(io::ErrorKind::InvalidInput, "unknown peer role")),
     };

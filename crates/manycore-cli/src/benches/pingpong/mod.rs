@@ -238,12 +238,8 @@ fn rows(o: &Options) -> Vec<Row> {
         plan: Plan::throughput(o.secs, o.reps),
         records: throughput_records,
     };
-    // The spinning rows right after the raw atomic row, the sleeping ones
-    // after them: on this VM a vCPU that halts can come back on another
-    // physical CPU, and the cost of a line transfer between the two vCPUs
-    // changes with it (the raw atomic round trip measured 49, 100 or 480 ns
-    // within one hour); rows that follow a sleeping row can thus see another
-    // placement than the row before it. Spinning rows do not halt a vCPU.
+    // The spinning rows right after their raw baseline, the sleeping ones
+    // after them (see METHOD: a vCPU that halts may come back elsewhere).
     let (spinning, sleeping): (Vec<Idle>, Vec<Idle>) =
         idle.iter().partition(|i| !matches!(i, Idle::Sleep));
     let round_trip = |i: Idle| timed(lat, i.impl_name(), move |p| rt::round_trip(i, p));
@@ -275,16 +271,9 @@ fn rows(o: &Options) -> Vec<Row> {
     v
 }
 
-/// Runs the benchmark; failures of single rows go to stderr (through the
-/// progress bar) and leave that row out.
-///
-/// The repetitions of the timed rows are interleaved: repetition 1 of every
-/// row, then repetition 2 of every row, and so on. On a shared VM the cost
-/// of a cache-line transfer changes with where the host places the two
-/// vCPUs (here the raw atomic round trip moved between 258 and 315 ns from
-/// one run to the next), and rows measured one after the other would each
-/// see a different placement; interleaved, every row's median is taken over
-/// the same stretch of time, so the ratios compare like with like.
+/// Runs the benchmark, the repetitions of the timed rows interleaved (see
+/// METHOD); failures of single rows go to stderr (through the progress bar)
+/// and leave that row out.
 fn run(o: &Options, progress: &Progress) -> Vec<Record> {
     if cpu_pair().is_none() {
         progress
