@@ -3,7 +3,7 @@
 //! probes (`crates/manycore-probes`) can reuse the benches' workloads;
 //! `main.rs` only calls [`main_with_args`].
 //!
-//! * [`bench`]: what a benchmark is (one [`bench::Bench`] value), its
+//! * [`bench`](mod@bench): what a benchmark is (one [`bench::Bench`] value), its
 //!   options, sizes and targets; [`benches`]: every benchmark, one module each;
 //! * [`cli`]: argument parsing (hand-written; usage errors exit with 2);
 //! * [`record`]: the JSON record every benchmark emits;

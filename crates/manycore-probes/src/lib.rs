@@ -63,3 +63,16 @@ pub fn min_median(v: &[f64]) -> (f64, f64) {
     let min = v.iter().copied().fold(f64::NAN, f64::min);
     (min, median(v).unwrap_or(f64::NAN))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn min_and_median() {
+        assert_eq!(min_median(&[3.0, 1.0, 2.0]), (1.0, 2.0));
+        let (min, med) = min_median(&[]);
+        assert!(min.is_nan() && med.is_nan());
+        assert_eq!(arg(99, 7u32), 7);
+    }
+}
