@@ -364,7 +364,9 @@ fn draw_bars(
         .margin_right(48)
         .x_label_area_size(40)
         .y_label_area_size(24 + 7 * longest)
-        .build_cartesian_2d(lo..hi, (0..n - 1).into_segmented())
+        // Segments 0..=n-1, one per bar; a single bar gets an empty segment
+        // above it (a range of one point would have no height at all).
+        .build_cartesian_2d(lo..hi, (0..(n - 1).max(1)).into_segmented())
         .map_err(err)?;
     let ylab = |v: &SegmentValue<usize>| match v {
         SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
@@ -624,6 +626,34 @@ mod tests {
             .parse()
             .unwrap();
         assert!(x > 820.0 - (40.0 + 7.0 * 18.0), "{tag}");
+    }
+
+    #[test]
+    fn a_single_bar_is_drawn() {
+        let one = vec![("only".to_string(), 981.0)];
+        let s = render_svg(&Plot::bars("a", "t", "us", one, false)).unwrap();
+        // The white background, and the bar.
+        assert!(s.matches("<rect").count() >= 2, "{s}");
+        let bar = s.split("<rect").nth(2).unwrap();
+        let width: f64 = bar
+            .split("width=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let height: f64 = bar
+            .split("height=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(width > 10.0 && height > 10.0, "{bar}");
     }
 
     #[test]
