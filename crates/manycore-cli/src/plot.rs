@@ -606,6 +606,12 @@ mod tests {
         .is_empty());
     }
 
+    /// The number in the first ` name="..."` attribute of an SVG tag.
+    fn attr(tag: &str, name: &str) -> f64 {
+        let v = tag.split(&format!(" {name}=\"")).nth(1).expect(tag);
+        v.split('"').next().unwrap().parse().expect(tag)
+    }
+
     #[test]
     fn legend_is_beside_the_chart() {
         let series = vec![(
@@ -616,15 +622,7 @@ mod tests {
         // The legend text starts right of the plotting area (820 minus its column).
         let at = s.find("a-long-series-name").expect(&s);
         let tag = &s[s[..at].rfind("<text").unwrap()..at];
-        let x: f64 = tag
-            .split("x=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
+        let x = attr(tag, "x");
         assert!(x > 820.0 - (40.0 + 7.0 * 18.0), "{tag}");
     }
 
@@ -635,24 +633,7 @@ mod tests {
         // The white background, and the bar.
         assert!(s.matches("<rect").count() >= 2, "{s}");
         let bar = s.split("<rect").nth(2).unwrap();
-        let width: f64 = bar
-            .split("width=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
-        let height: f64 = bar
-            .split("height=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap();
+        let (width, height) = (attr(bar, "width"), attr(bar, "height"));
         assert!(width > 10.0 && height > 10.0, "{bar}");
     }
 

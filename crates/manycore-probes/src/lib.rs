@@ -58,6 +58,13 @@ pub fn runtime(cores: usize, idle: IdlePolicy) -> Runtime {
     b.build().expect("runtime")
 }
 
+/// [`runtime`] with the hybrid policy and manycore-steal attached.
+pub fn steal_runtime(cores: usize) -> Runtime {
+    let rt = runtime(cores, hybrid());
+    manycore_steal::attach(&rt).expect("attach");
+    rt
+}
+
 /// The smallest and the median of `v` (NaN for none).
 pub fn min_median(v: &[f64]) -> (f64, f64) {
     let min = v.iter().copied().fold(f64::NAN, f64::min);

@@ -7,17 +7,11 @@
 //! No knobs.
 
 use manycore_cli::benches::steal::workloads::fib_mc;
-use manycore_probes::hybrid;
-use manycore_rt::Runtime;
+use manycore_probes::steal_runtime;
 use manycore_steal::{with_ctx, StealExt};
 
 fn main() {
-    let rt = Runtime::builder()
-        .cores(1)
-        .idle(hybrid())
-        .build()
-        .expect("runtime");
-    manycore_steal::attach(&rt).expect("attach");
+    let rt = steal_runtime(1);
     for _ in 0..5 {
         manycore_steal::measure_poll_gaps(true);
         let t = std::time::Instant::now();

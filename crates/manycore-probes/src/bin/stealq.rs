@@ -10,19 +10,13 @@
 //! No knobs.
 
 use manycore_cli::benches::steal::steal_costs;
-use manycore_probes::{hybrid, percentile};
-use manycore_rt::Runtime;
+use manycore_probes::{percentile, steal_runtime};
 use manycore_steal::StealExt;
 
 const ROUNDS: u32 = 1000;
 
 fn main() {
-    let rt = Runtime::builder()
-        .cores(2)
-        .idle(hybrid())
-        .build()
-        .expect("runtime");
-    manycore_steal::attach(&rt).expect("attach");
+    let rt = steal_runtime(2);
     let stolen: Vec<f64> = rt
         .install(|| steal_costs(ROUNDS, 20_000))
         .into_iter()

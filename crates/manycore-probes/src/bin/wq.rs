@@ -25,7 +25,7 @@ use std::time::Duration;
 
 use manycore_cli::benches::steal::workloads::*;
 use manycore_cli::measure::time;
-use manycore_probes::{arg, arg_str, env_num, hybrid, min_median, runtime};
+use manycore_probes::{arg, arg_str, env_num, min_median, steal_runtime};
 use manycore_steal::{with_ctx, StealExt};
 
 /// A workload: sequential with `false`, through manycore-steal with `true`.
@@ -119,11 +119,7 @@ fn main() {
             }
         });
     }
-    let rts = [1, 2].map(|cores| {
-        let rt = runtime(cores, hybrid());
-        manycore_steal::attach(&rt).expect("attach");
-        rt
-    });
+    let rts = [1, 2].map(steal_runtime);
     let gap = Duration::from_millis(env_num("GAP_MS").unwrap_or(2));
     let mut t: [Vec<f64>; 3] = Default::default();
     for _ in 0..reps {
