@@ -46,15 +46,6 @@ impl Size {
     }
 }
 
-/// `--reps` when not given: the default size's, or the quick size's with `--quick`.
-pub fn default_reps(quick: bool) -> usize {
-    if quick {
-        Size::Quick.reps()
-    } else {
-        Size::Default.reps()
-    }
-}
-
 /// An option only some benches have, declared as data in [`Bench::options`].
 #[derive(Debug)]
 pub struct Opt {
@@ -106,7 +97,7 @@ impl Options {
             } else {
                 bench.secs
             },
-            reps: default_reps(quick),
+            reps: if quick { Size::Quick } else { Size::Default }.reps(),
             quick,
             json: false,
             extra: Vec::new(),
@@ -293,11 +284,6 @@ impl Target {
         }
     }
 
-    /// Whether it was measured and met.
-    pub fn passed(&self) -> Option<bool> {
-        self.value.map(|v| self.cmp.holds(v, self.limit))
-    }
-
     /// One Markdown list item, e.g.
     /// `- a / b round trip: 1.20x (target <= 1.5) pass`.
     pub fn line(&self) -> String {
@@ -377,7 +363,6 @@ mod tests {
         assert_eq!(t.line(), "- idle CPU: 2.00 ms/s (target < 2) FAIL");
         let t = Target::new("c", Some(f64::NAN), "x", Cmp::AtLeast, 0.5);
         assert_eq!(t.line(), "- c: not measured (target >= 0.5)");
-        assert_eq!(t.passed(), None);
         assert!(targets_text(&[t]).starts_with("Targets (figures of this run):\n"));
         assert_eq!(targets_text(&[]), "");
     }
