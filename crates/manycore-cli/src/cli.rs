@@ -1,67 +1,16 @@
 //! Command-line parsing, by hand (no dependency, exact control of errors):
 //! `manycore bench NAME [flags]`, `manycore report [flags]`, `manycore help`,
-//! and hidden subcommands (names starting with `__`) that get their raw
-//! arguments. A usage error is a [`UsageError`]; `main` prints it with a hint
-//! and exits with status 2. Nothing here panics on any input.
+//! and the hidden `__NAME-peer` subcommands (the peer process of a bench
+//! that runs across processes) that get their raw arguments. The flags of
+//! `bench` are the shared ones ([`Options`]) and those the bench declares
+//! ([`Bench::options`]). A usage error is a [`UsageError`]; `main` prints it
+//! with a hint and exits with status 2. Nothing here panics on any input.
 
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::registry::{Bench, BENCHES, HIDDEN, SECTIONS};
-
-/// How long `report` runs its benchmarks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Size {
-    /// A few seconds per bench (CI, smoke runs).
-    Quick,
-    /// About a minute in all (the default).
-    Default,
-    /// Several times longer, for steadier medians.
-    Full,
-}
-
-impl Size {
-    /// Seconds per case for this size.
-    pub fn secs(self) -> f64 {
-        match self {
-            Size::Quick => 0.2,
-            Size::Default => 1.0,
-            Size::Full => 3.0,
-        }
-    }
-    /// Repetitions per case for this size.
-    pub fn reps(self) -> usize {
-        match self {
-            Size::Quick => 3,
-            Size::Default => 5,
-            Size::Full => 7,
-        }
-    }
-    /// The name used in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Size::Quick => "quick",
-            Size::Default => "default",
-            Size::Full => "full",
-        }
-    }
-}
-
-/// The options every `bench` subcommand may get. Flags a bench does not
-/// declare in [`Bench::flags`] are rejected before it runs.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BenchArgs {
-    /// `--secs S`: time budget per case.
-    pub secs: Option<f64>,
-    /// `--reps R`: repetitions per case (the median is reported).
-    pub reps: Option<usize>,
-    /// `--idle LIST`: idle policies (`poll`, `sleep`, `hybrid`, `all`, comma-separated).
-    pub idle: Option<Vec<String>>,
-    /// `--quick`: the bench's small size.
-    pub quick: bool,
-    /// `--json`: JSON lines on stdout and nothing else.
-    pub json: bool,
-}
+use crate::bench::{Bench, Options, Size};
+use crate::benches;
 
 /// `manycore report` options.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,15 +35,15 @@ pub enum Command {
         /// Which one.
         bench: &'static Bench,
         /// With what.
-        args: BenchArgs,
+        options: Options,
     },
     /// Run the report.
     Report(ReportArgs),
-    /// A hidden subcommand with its raw arguments.
-    Hidden {
-        /// Its name (`__sock-peer`, ...).
-        name: &'static str,
-        /// Everything after the name.
+    /// The peer process of a bench, with its raw arguments.
+    Peer {
+        /// The bench whose peer it is.
+        bench: &'static Bench,
+        /// Everything after the subcommand.
         args: Vec<String>,
     },
 }
@@ -127,95 +76,176 @@ fn usage(msg: impl Into<String>, hint: &str) -> UsageError {
     }
 }
 
+/// The hidden subcommand that runs `bench`'s peer process.
+pub fn peer_command(bench: &Bench) -> String {
+    format!("__{}-peer", bench.name)
+}
+
+/// A duration for people: "about 40 s" (to 5 s) under 90 s, else "about
+/// 1.5 min" (to half a minute).
+pub fn duration_text(secs: f64) -> String {
+    if secs < 90.0 {
+        format!("about {:.0} s", (secs / 5.0).ceil().max(1.0) * 5.0)
+    } else {
+        format!("about {} min", (secs / 30.0).round() / 2.0)
+    }
+}
+
+/// `text` with each paragraph (blank-line separated) reflowed to lines of
+/// at most `width` characters.
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    for para in text.split("\n\n") {
+        let mut line = String::new();
+        for word in para.split_whitespace() {
+            if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+                out.push_str(&line);
+                out.push('\n');
+                line.clear();
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+        out.push_str(&line);
+        out.push_str("\n\n");
+    }
+    out.truncate(out.trim_end().len());
+    out.push('\n');
+    out
+}
+
+/// How long `manycore report` is expected to take at `size`, in seconds.
+pub fn report_expected_secs(size: Size) -> f64 {
+    benches::ALL
+        .iter()
+        .map(|b| (b.expected_secs)(&Options::for_report(b, size)))
+        .sum()
+}
+
+fn bench_list() -> String {
+    benches::ALL
+        .iter()
+        .map(|b| format!("  {:<14} {}\n", b.name, b.about))
+        .collect()
+}
+
 /// The top-level help text.
 pub fn main_help() -> String {
-    let mut s = String::from(
+    format!(
         "manycore: benchmarks and reports for the manycore message-passing runtime\n\
          \n\
          Usage: manycore <COMMAND> [OPTIONS]\n\
          \n\
          Commands:\n\
         \x20 bench <NAME>   run one benchmark, side by side with its peers\n\
-        \x20 report         run every benchmark at a small size and write report/\n\
+        \x20 report         run every benchmark and write report/ ({})\n\
         \x20 help [CMD]     print help (also: --help after any command)\n\
          \n\
-         Benchmarks:\n",
-    );
-    for b in BENCHES {
-        s.push_str(&format!("  {:<14} {}\n", b.name, b.about));
-    }
-    s.push_str(
-        "\nOptions:\n\
+         Benchmarks:\n{}\
+         \n\
+         Options:\n\
         \x20 -h, --help     print help\n\
         \x20 -V, --version  print version\n\
          \n\
          Output: a table on stdout; with --json one JSON object per line,\n\
-         {\"bench\",\"case\",\"impl\",\"metric\",\"value\",\"unit\"}, and nothing else on stdout.\n\
+         {{\"bench\",\"case\",\"impl\",\"metric\",\"value\",\"unit\"}}, and nothing else on stdout.\n\
          Progress goes to stderr when it is a terminal. Exit status: 0 ok, 1 failure, 2 bad usage.\n",
-    );
-    s
+        duration_text(report_expected_secs(Size::Default)),
+        bench_list()
+    )
 }
 
 /// Help for `manycore bench`.
 pub fn bench_help() -> String {
-    let mut s = String::from("Usage: manycore bench <NAME> [OPTIONS]\n\nBenchmarks:\n");
-    for b in BENCHES {
-        s.push_str(&format!("  {:<14} {}\n", b.name, b.about));
-    }
-    s.push_str("\nSee 'manycore bench <NAME> --help' for a benchmark's options.\n");
+    format!(
+        "Usage: manycore bench <NAME> [OPTIONS]\n\nBenchmarks:\n{}\n\
+         See 'manycore bench <NAME> --help' for a benchmark's options.\n",
+        bench_list()
+    )
+}
+
+/// One line of option help: the flag column, then the text (continuation
+/// lines of the text indented to its column).
+fn option_line(flag: &str, help: &str) -> String {
+    let mut s = format!("  {flag:<16} ");
+    s.push_str(&help.replace('\n', &format!("\n{:19}", "")));
+    s.push('\n');
     s
 }
 
 /// Help for one benchmark.
 pub fn one_bench_help(b: &Bench) -> String {
+    let d = Options::defaults(b, false);
     let mut s = format!(
         "{}\n\nUsage: manycore bench {} [OPTIONS]\n\nOptions:\n",
         b.about, b.name
     );
-    s.push_str(&format!(
-        "  --secs <S>     time budget per case in seconds [default: {}]\n",
-        b.default_secs
+    s.push_str(&option_line(
+        "--secs <S>",
+        &format!("time budget in seconds [default: {}]", b.secs),
     ));
-    if b.flags.contains(&"--reps") {
-        s.push_str("  --reps <R>     repetitions per case; medians are reported [default: 5]\n");
+    if b.repeats {
+        s.push_str(&option_line(
+            "--reps <R>",
+            &format!(
+                "repetitions per case; medians are reported [default: {}]",
+                d.reps
+            ),
+        ));
     }
-    if b.flags.contains(&"--idle") {
-        s.push_str(
-            "  --idle <LIST>  manycore idle policies: poll, sleep, hybrid or all\n\
-            \x20                (comma-separated) [default: all]\n",
-        );
+    for o in b.options {
+        let flag = match o.value {
+            Some(v) => format!("{} <{v}>", o.flag),
+            None => o.flag.to_string(),
+        };
+        s.push_str(&option_line(&flag, o.help));
     }
-    s.push_str("  --quick        small sizes (a smoke run)\n");
-    s.push_str("  --json         one JSON record per line on stdout, nothing else\n");
-    s.push_str("  -h, --help     print help\n");
-    if !b.details.is_empty() {
+    s.push_str(&option_line(
+        "--quick",
+        &format!(
+            "small sizes, the quick report's (a smoke run, {})",
+            duration_text((b.expected_secs)(&Options::defaults(b, true)))
+        ),
+    ));
+    s.push_str(&option_line(
+        "--json",
+        "one JSON record per line on stdout, nothing else",
+    ));
+    s.push_str(&option_line("-h, --help", "print help"));
+    s.push_str(&format!(
+        "\nWith the defaults a run takes {}.\n",
+        duration_text((b.expected_secs)(&d))
+    ));
+    if !b.method.is_empty() {
         s.push('\n');
-        s.push_str(b.details);
-        if !b.details.ends_with('\n') {
-            s.push('\n');
-        }
+        s.push_str(&wrap(b.method, 78));
     }
     s
 }
 
 /// Help for `manycore report`.
 pub fn report_help() -> String {
-    let names: Vec<&str> = SECTIONS.iter().map(|s| s.name).collect();
+    let t = |s| duration_text(report_expected_secs(s));
     format!(
-        "Runs every benchmark at a small size (about a minute in all), prints the\n\
-         tables, and writes a report directory: report.md (one section per bench,\n\
-         with its table, acceptance ratios and the machine), results.json (a JSON\n\
-         array of every record) and one SVG per plot.\n\
+        "Runs every benchmark, prints the tables, and writes a report directory:\n\
+         report.md (one section per bench, with its table, targets and the machine),\n\
+         results.json (a JSON array of every record) and one SVG per plot.\n\
+         It takes {} ({} with --quick, {} with --full).\n\
          \n\
          Usage: manycore report [OPTIONS]\n\
          \n\
          Options:\n\
         \x20 --out <DIR>         where to write [default: report]\n\
-        \x20 --quick             a few seconds per bench (smoke run)\n\
+        \x20 --quick             small sizes (smoke run)\n\
         \x20 --full              longer runs, steadier medians\n\
         \x20 --only <NAME,..>    only these sections ({})\n\
         \x20 -h, --help          print help\n",
-        names.join(", ")
+        t(Size::Default),
+        t(Size::Quick),
+        t(Size::Full),
+        benches::names()
     )
 }
 
@@ -290,33 +320,6 @@ fn parse_reps(v: &str, hint: &str) -> Result<usize, UsageError> {
     }
 }
 
-/// The idle policies `--idle` accepts.
-pub const IDLE_NAMES: [&str; 3] = ["poll", "sleep", "hybrid"];
-
-fn parse_idle(v: &str, hint: &str) -> Result<Vec<String>, UsageError> {
-    let mut out: Vec<String> = Vec::new();
-    for part in v.split(',').map(str::trim) {
-        let add: Vec<&str> = match part {
-            "all" => IDLE_NAMES.to_vec(),
-            p if IDLE_NAMES.contains(&p) => vec![p],
-            _ => {
-                return Err(usage(
-                    format!(
-                        "invalid value '{part}' for '--idle': expected poll, sleep, hybrid or all"
-                    ),
-                    hint,
-                ))
-            }
-        };
-        for a in add {
-            if !out.iter().any(|o| o == a) {
-                out.push(a.to_string());
-            }
-        }
-    }
-    Ok(out)
-}
-
 fn is_help(a: &str) -> bool {
     a == "-h" || a == "--help"
 }
@@ -335,23 +338,21 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
             None => Ok(Command::Help(main_help())),
             Some("bench") => match rest.get(1) {
                 None => Ok(Command::Help(bench_help())),
-                Some(n) => match BENCHES.iter().find(|b| b.name == n) {
-                    Some(b) => Ok(Command::Help(one_bench_help(b))),
-                    None => Err(unknown_bench(n)),
-                },
+                Some(n) => Ok(Command::Help(one_bench_help(known_bench(n)?))),
             },
             Some("report") => Ok(Command::Help(report_help())),
             Some(c) => Err(usage(format!("no help for unknown command '{c}'"), top)),
         },
         "bench" => parse_bench(rest),
         "report" => parse_report(rest),
-        h if h.starts_with("__") => match HIDDEN.iter().find(|(n, _)| *n == h) {
-            Some((name, _)) => Ok(Command::Hidden {
-                name,
+        h if h.starts_with("__") => benches::ALL
+            .iter()
+            .find(|b| b.peer.is_some() && peer_command(b) == h)
+            .map(|b| Command::Peer {
+                bench: b,
                 args: rest.to_vec(),
-            }),
-            None => Err(usage(format!("unknown command '{h}'"), top)),
-        },
+            })
+            .ok_or_else(|| usage(format!("unknown command '{h}'"), top)),
         c if c.starts_with('-') => Err(usage(
             format!("unexpected option '{c}' before a command"),
             top,
@@ -363,12 +364,13 @@ pub fn parse(args: &[String]) -> Result<Command, UsageError> {
     }
 }
 
-fn unknown_bench(n: &str) -> UsageError {
-    let names: Vec<&str> = BENCHES.iter().map(|b| b.name).collect();
-    usage(
-        format!("unknown benchmark '{n}' (available: {})", names.join(", ")),
-        "manycore bench --help",
-    )
+fn known_bench(n: &str) -> Result<&'static Bench, UsageError> {
+    benches::find(n).ok_or_else(|| {
+        usage(
+            format!("unknown benchmark '{n}' (available: {})", benches::names()),
+            "manycore bench --help",
+        )
+    })
 }
 
 fn parse_bench(args: &[String]) -> Result<Command, UsageError> {
@@ -381,34 +383,43 @@ fn parse_bench(args: &[String]) -> Result<Command, UsageError> {
     if is_help(name) {
         return Ok(Command::Help(bench_help()));
     }
-    let Some(bench) = BENCHES.iter().find(|b| b.name == name) else {
-        return Err(unknown_bench(name));
-    };
+    let bench = known_bench(name)?;
     let hint = format!("manycore bench {} --help", bench.name);
-    let mut a = BenchArgs {
-        secs: None,
-        reps: None,
-        idle: None,
-        quick: false,
-        json: false,
-    };
+    let (mut secs, mut reps, mut quick, mut json) = (None, None, false, false);
+    let mut extra: Vec<(&'static str, Vec<String>)> = Vec::new();
     let mut it = Args::new(&args[1..]);
     while let Some(flag) = it.next() {
         if is_help(flag) {
             return Ok(Command::Help(one_bench_help(bench)));
         }
-        let declared = |f: &str| bench.flags.contains(&f);
+        let own = bench.options.iter().find(|o| o.flag == flag);
         match flag {
-            "--secs" => a.secs = Some(parse_secs(it.value(flag, &hint)?, &hint)?),
-            "--reps" if declared(flag) => a.reps = Some(parse_reps(it.value(flag, &hint)?, &hint)?),
-            "--idle" if declared(flag) => a.idle = Some(parse_idle(it.value(flag, &hint)?, &hint)?),
+            "--secs" => secs = Some(parse_secs(it.value(flag, &hint)?, &hint)?),
+            "--reps" if bench.repeats => reps = Some(parse_reps(it.value(flag, &hint)?, &hint)?),
             "--quick" => {
                 it.no_value(flag, &hint)?;
-                a.quick = true
+                quick = true
             }
             "--json" => {
                 it.no_value(flag, &hint)?;
-                a.json = true
+                json = true
+            }
+            _ if own.is_some() => {
+                let o = own.expect("matched");
+                let parsed = match o.value {
+                    Some(_) => {
+                        let v = it.value(flag, &hint)?;
+                        (o.parse)(v).map_err(|why| {
+                            usage(format!("invalid value '{v}' for '{flag}': {why}"), &hint)
+                        })?
+                    }
+                    None => {
+                        it.no_value(flag, &hint)?;
+                        Vec::new()
+                    }
+                };
+                extra.retain(|(f, _)| *f != o.flag);
+                extra.push((o.flag, parsed));
             }
             f if f.starts_with('-') => {
                 return Err(usage(
@@ -419,7 +430,15 @@ fn parse_bench(args: &[String]) -> Result<Command, UsageError> {
             f => return Err(usage(format!("unexpected argument '{f}'"), &hint)),
         }
     }
-    Ok(Command::Bench { bench, args: a })
+    let d = Options::defaults(bench, quick);
+    let options = Options {
+        secs: secs.unwrap_or(d.secs),
+        reps: reps.unwrap_or(d.reps),
+        quick,
+        json,
+        extra,
+    };
+    Ok(Command::Bench { bench, options })
 }
 
 fn parse_report(args: &[String]) -> Result<Command, UsageError> {
@@ -453,12 +472,11 @@ fn parse_report(args: &[String]) -> Result<Command, UsageError> {
                 let v = it.value(flag, hint)?;
                 let mut names = Vec::new();
                 for n in v.split(',').map(str::trim) {
-                    if !SECTIONS.iter().any(|s| s.name == n) {
-                        let all: Vec<&str> = SECTIONS.iter().map(|s| s.name).collect();
+                    if benches::find(n).is_none() {
                         return Err(usage(
                             format!(
                                 "unknown section '{n}' for '--only' (available: {})",
-                                all.join(", ")
+                                benches::names()
                             ),
                             hint,
                         ));

@@ -1,24 +1,24 @@
 //! The `manycore` command as a library, so that integration tests can drive
-//! the parser, the JSON format and the report writer directly; `main.rs` only
-//! calls [`main_with_args`].
+//! the parser, the JSON format and the report writer directly, and the dev
+//! probes (`crates/manycore-probes`) can reuse the benches' workloads;
+//! `main.rs` only calls [`main_with_args`].
 //!
+//! * [`bench`](mod@bench): what a benchmark is (one [`bench::Bench`] value), its
+//!   options, sizes and targets; [`benches`]: every benchmark, one module each;
 //! * [`cli`]: argument parsing (hand-written; usage errors exit with 2);
-//! * [`registry`]: the lists of benches, report sections and hidden
-//!   subcommands (how to wire a new benchmark is written there);
 //! * [`record`]: the JSON record every benchmark emits;
-//! * [`stats`], [`table`], [`progress`], [`plot`], [`report`]: medians and
-//!   p99, tables, the stderr progress bar, SVG plots, `manycore report`;
-//! * [`pingpong`]: `manycore bench pingpong`.
+//! * [`measure`]: the measuring loop and the helpers the benches share;
+//! * [`stats`]: the one median and the one percentile;
+//! * [`table`], [`progress`], [`plot`], [`report`]: tables, the stderr
+//!   progress bar, SVG plots, `manycore report`.
 
-pub mod bench_cci;
-pub mod bench_sock;
-pub mod bench_steal;
+pub mod bench;
+pub mod benches;
 pub mod cli;
-pub mod pingpong;
+pub mod measure;
 pub mod plot;
 pub mod progress;
 pub mod record;
-pub mod registry;
 pub mod report;
 pub mod stats;
 pub mod table;
@@ -27,7 +27,6 @@ use std::io::Write;
 
 use cli::Command;
 use progress::Progress;
-use registry::HIDDEN;
 
 /// Writes `text` to stdout; a closed pipe (`| head`) is status 1, not a panic.
 fn emit(text: &str) -> i32 {
@@ -51,41 +50,29 @@ pub fn main_with_args(args: &[String]) -> i32 {
     match cmd {
         Command::Help(text) => emit(&text),
         Command::Version => emit(&format!("manycore {}\n", env!("CARGO_PKG_VERSION"))),
-        Command::Bench { bench, args } => {
+        Command::Bench { bench, options } => {
             let machine = report::Machine::current();
-            let mut progress = Progress::new(0);
-            let recs = (bench.run)(&args, &progress);
+            let expected = (bench.expected_secs)(&options);
+            let mut progress = Progress::new(expected);
+            progress.step(bench.name, expected);
+            let recs = (bench.run)(&options, &progress);
             progress.finish();
-            let mut out = std::io::stdout().lock();
-            let text = if args.json {
+            let text = if options.json {
                 recs.iter().map(|r| r.to_json() + "\n").collect::<String>()
             } else {
-                let table: Vec<_> = recs.iter().filter(|r| r.case != "ratio").cloned().collect();
-                let mut s = table::render_text(&table::grid(&table));
-                if let Some(f) = bench.summary {
-                    s.push('\n');
-                    s.push_str(&f(&recs));
-                }
+                let mut s = report::section_text(&report::Section::new(bench, recs.clone()));
                 s.push_str(&format!("\nMachine: {}.\n", machine.line()));
                 s
             };
-            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-                Ok(()) => {
-                    if recs.is_empty() {
-                        eprintln!("error: {}: nothing was measured", bench.name);
-                        1
-                    } else {
-                        0
-                    }
+            match emit(&text) {
+                0 if recs.is_empty() => {
+                    eprintln!("error: {}: nothing was measured", bench.name);
+                    1
                 }
-                // A closed pipe (`| head`) is not worth a panic.
-                Err(_) => 1,
+                status => status,
             }
         }
         Command::Report(r) => report::run(&r),
-        Command::Hidden { name, args } => match HIDDEN.iter().find(|(n, _)| *n == name) {
-            Some((_, f)) => f(&args),
-            None => 2,
-        },
+        Command::Peer { bench, args } => bench.peer.map_or(2, |peer| peer(&args)),
     }
 }

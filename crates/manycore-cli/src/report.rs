@@ -1,105 +1,57 @@
-//! `manycore report`: runs every section of [`SECTIONS`],
-//! prints each one's table, and writes a directory with
+//! `manycore report`: runs every bench of [`benches::ALL`] (or those
+//! `--only` names), prints each one's table, and writes a directory with
 //!
 //! * `report.md`: a header with the machine (CPUs of the process's original
 //!   CPU set, model, date) and the run size, then one `##` section per bench:
-//!   its table (rows case × impl, columns metrics), its own text (acceptance
-//!   ratios, notes) and links to its plots;
+//!   how it measures, its table (rows case × impl, columns metrics), its
+//!   targets and notes, and its plots;
 //! * `results.json`: every record of every section as one JSON **array**, one
 //!   record object per line (`{"bench","case","impl","metric","value","unit"}`,
 //!   the same objects `--json` prints; a non-finite value is `null`);
 //! * one SVG file per plot.
 //!
-//! A section is one function `fn(&SectionCtx) -> Section`: it runs its
-//! benchmarks at the size the context says and returns records, Markdown and
-//! plot descriptions. The writer ([`write_report`]) is separate from running
-//! so that it can be tested on synthetic records.
+//! The writer ([`write_report`]) is separate from running so that it can be
+//! tested on synthetic records.
 
 use std::fmt::Write as _;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::cli::{ReportArgs, Size};
+use crate::bench::{Bench, Options};
+use crate::benches;
+use crate::cli::ReportArgs;
 use crate::plot::{render_svg, Plot};
 use crate::progress::Progress;
 use crate::record::Record;
-use crate::registry::SECTIONS;
 use crate::table::{grid, render_markdown, render_text};
 
-/// What a section is asked to do.
-#[derive(Debug)]
-pub struct SectionCtx<'a> {
-    /// The run size.
-    pub size: Size,
-    /// Seconds per case.
-    pub secs: f64,
-    /// Repetitions per case.
-    pub reps: usize,
-    /// True for `--quick`: benches use their small sizes.
-    pub quick: bool,
-    /// The report's progress bar (a section may add steps to it).
-    pub progress: &'a Progress,
-}
-
-/// What a section produced.
+/// One bench's part of the report.
 #[derive(Debug, Clone, Default)]
 pub struct Section {
-    /// Short name (file-name prefix for its plots).
+    /// The bench's name.
     pub name: String,
     /// Heading in report.md.
     pub title: String,
+    /// How it measures (placed before the table).
+    pub method: String,
     /// Every record it measured (the table is made from these, minus `case == "ratio"`).
     pub records: Vec<Record>,
-    /// Markdown placed after the table (acceptance ratios, notes).
-    pub markdown: String,
+    /// Its targets and notes (placed after the table).
+    pub summary: String,
     /// Plots to draw.
     pub plots: Vec<Plot>,
 }
 
 impl Section {
-    /// A section with a table and, for each case, a bar chart of the
-    /// `median` metric per implementation (log scale if it spans more than
-    /// a decade). Enough for a bench without ratios.
-    pub fn auto(name: &str, title: &str, intro: &str, records: Vec<Record>) -> Self {
-        let mut plots = Vec::new();
-        let mut cases: Vec<&str> = Vec::new();
-        for r in &records {
-            if r.case != "ratio" && !cases.contains(&r.case.as_str()) {
-                cases.push(&r.case);
-            }
-        }
-        for case in cases {
-            let bars: Vec<(String, f64)> = records
-                .iter()
-                .filter(|r| r.case == case && r.metric == "median")
-                .map(|r| (r.impl_.clone(), r.value))
-                .collect();
-            if bars.is_empty() {
-                continue;
-            }
-            let unit = records
-                .iter()
-                .find(|r| r.case == case)
-                .map(|r| r.unit.clone())
-                .unwrap_or_default();
-            plots.push(Plot::bars(
-                &format!("{name}_{}.svg", slug(case)),
-                &format!("{title}: {case}"),
-                &format!("median ({unit})"),
-                bars.clone(),
-                spans_decades(bars.iter().map(|b| b.1)),
-            ));
-        }
+    /// The section of `bench` for the records of one run.
+    pub fn new(bench: &Bench, records: Vec<Record>) -> Self {
         Self {
-            name: name.into(),
-            title: title.into(),
+            name: bench.name.into(),
+            title: bench.title.into(),
+            method: bench.method.into(),
+            summary: bench.summary(&records),
+            plots: bench.all_plots(&records),
             records,
-            markdown: if intro.is_empty() {
-                String::new()
-            } else {
-                format!("{intro}\n")
-            },
-            plots,
         }
     }
 
@@ -113,27 +65,12 @@ impl Section {
     }
 }
 
-/// True if positive values span more than a factor of 10 (then plot on a log axis).
-pub fn spans_decades(values: impl Iterator<Item = f64>) -> bool {
-    let (mut lo, mut hi) = (f64::INFINITY, 0f64);
-    for v in values.filter(|v| v.is_finite() && *v > 0.0) {
-        lo = lo.min(v);
-        hi = hi.max(v);
+/// Appends `text` and a paragraph break, if there is any text.
+fn paragraph(s: &mut String, text: &str) {
+    if !text.is_empty() {
+        s.push_str(text.trim_end());
+        s.push_str("\n\n");
     }
-    lo.is_finite() && hi / lo > 10.0
-}
-
-/// A file-name-safe form of `s`.
-pub fn slug(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }
 
 /// The machine a report ran on.
@@ -244,22 +181,20 @@ pub fn markdown(machine: &Machine, run: &str, sections: &[Section]) -> String {
     );
     for sec in sections {
         let _ = write!(s, "\n## {}\n\n", sec.title);
+        paragraph(&mut s, &sec.method);
         let recs = sec.table_records();
         if recs.is_empty() {
-            s.push_str("(no results)\n");
+            s.push_str("(no results)\n\n");
         } else {
             s.push_str(&render_markdown(&grid(&recs)));
-        }
-        if !sec.markdown.is_empty() {
             s.push('\n');
-            s.push_str(&sec.markdown);
-            if !sec.markdown.ends_with('\n') {
-                s.push('\n');
-            }
         }
+        paragraph(&mut s, &sec.summary);
         for p in &sec.plots {
-            let _ = write!(s, "\n![{}]({})\n", p.title.replace(']', ")"), p.file);
+            let _ = write!(s, "![{}]({})\n\n", p.title.replace(']', ")"), p.file);
         }
+        s.truncate(s.trim_end().len());
+        s.push('\n');
     }
     s
 }
@@ -291,7 +226,7 @@ pub fn write_report(
         sec.plots
             .retain(|p| !failed.iter().any(|(f, _)| *f == p.file));
         for (f, e) in failed {
-            let _ = writeln!(sec.markdown, "\n(plot {f} could not be drawn: {e})");
+            let _ = writeln!(sec.summary, "\n(plot {f} could not be drawn: {e})");
         }
     }
     let all: Vec<Record> = sections
@@ -307,7 +242,7 @@ pub fn write_report(
     Ok(written)
 }
 
-/// The text printed on stdout for one section.
+/// The text printed on stdout for one section: heading, table, summary.
 pub fn section_text(sec: &Section) -> String {
     let mut s = format!("== {} ==\n", sec.title);
     let recs = sec.table_records();
@@ -316,53 +251,44 @@ pub fn section_text(sec: &Section) -> String {
     } else {
         s.push_str(&render_text(&grid(&recs)));
     }
-    if !sec.markdown.is_empty() {
+    if !sec.summary.is_empty() {
         s.push('\n');
-        s.push_str(&sec.markdown);
-        if !sec.markdown.ends_with('\n') {
-            s.push('\n');
-        }
+        s.push_str(sec.summary.trim_end());
+        s.push('\n');
     }
     s
 }
 
 /// Runs `manycore report`. Returns the exit status.
 pub fn run(args: &ReportArgs) -> i32 {
-    let entries: Vec<_> = SECTIONS
+    let selected: Vec<(&Bench, Options)> = benches::ALL
         .iter()
-        .filter(|e| {
+        .filter(|b| {
             args.only
                 .as_ref()
-                .is_none_or(|o| o.iter().any(|n| n == e.name))
+                .is_none_or(|o| o.iter().any(|n| n == b.name))
         })
+        .map(|b| (*b, Options::for_report(b, args.size)))
         .collect();
-    let mut progress = Progress::new(entries.len() as u64);
-    let ctx = SectionCtx {
-        size: args.size,
-        secs: args.size.secs(),
-        reps: args.size.reps(),
-        quick: args.size == Size::Quick,
-        progress: &progress,
-    };
+    let expected: Vec<f64> = selected.iter().map(|(b, o)| (b.expected_secs)(o)).collect();
+    let mut progress = Progress::new(expected.iter().sum());
     let machine = Machine::current();
     let mut sections = Vec::new();
-    for e in entries {
-        progress.set_message(e.name);
-        let sec = (e.run)(&ctx);
+    for ((bench, options), secs) in selected.iter().zip(expected) {
+        progress.step(bench.name, secs);
+        let sec = Section::new(bench, (bench.run)(options, &progress));
         progress.suspend(|| {
             use std::io::Write as _;
             let mut out = std::io::stdout().lock();
             let _ = writeln!(out, "{}", section_text(&sec));
             let _ = out.flush();
         });
-        progress.inc();
         sections.push(sec);
     }
     progress.finish();
     let run = format!(
-        "`manycore report` size {} ({} s per case, {} repetitions)",
+        "`manycore report`, size {} ({} repetitions per case where a bench repeats)",
         args.size.name(),
-        args.size.secs(),
         args.size.reps()
     );
     match write_report(&args.out, &machine, &run, &sections) {
@@ -397,11 +323,5 @@ mod tests {
         assert!(s.starts_with("[\n  {"));
         assert!(s.ends_with("}\n]\n"));
         assert_eq!(s.matches("},\n").count(), 1);
-    }
-    #[test]
-    fn decades_and_slugs() {
-        assert!(spans_decades([1.0, 20.0].into_iter()));
-        assert!(!spans_decades([1.0, 9.0, f64::NAN, 0.0].into_iter()));
-        assert_eq!(slug("round trip/x"), "round_trip_x");
     }
 }

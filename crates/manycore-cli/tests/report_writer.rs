@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use manycore_cli::bench::{Bench, Cmp, Target};
 use manycore_cli::plot::Plot;
 use manycore_cli::record::Record;
 use manycore_cli::report::{markdown, write_report, Machine, Section};
@@ -59,20 +60,36 @@ fn sections() -> Vec<Section> {
             "x",
         ),
     ];
-    let mut a = Section::auto("pingpong", "Ping-pong", "Intro line.", pp);
-    a.markdown
-        .push_str("- manycore-poll / raw-atomic round trip: 1.29x (target <= 1.5) pass\n");
-    let mut b = Section::auto(
-        "sock",
-        "Sockets",
-        "",
+    const PP: Bench = Bench {
+        name: "pingpong",
+        title: "Ping-pong",
+        method: "Intro line.",
+        targets: |recs| {
+            vec![Target::new(
+                "manycore-poll / raw-atomic round trip",
+                recs.iter().find(|r| r.case == "ratio").map(|r| r.value),
+                "x",
+                Cmp::AtMost,
+                1.5,
+            )]
+        },
+        ..Bench::DEFAULT
+    };
+    const SOCK: Bench = Bench {
+        name: "sock",
+        title: "Sockets",
+        ..Bench::DEFAULT
+    };
+    let a = Section::new(&PP, pp);
+    let mut b = Section::new(
+        &SOCK,
         vec![
             Record::new("sock", "64B", "manycore-sock", "median", 3.0, "us"),
             Record::new("sock", "64B", "unix-socket", "median", 40.0, "us"),
         ],
     );
     b.plots.push(Plot::lines(
-        "sock_sweep.svg",
+        "sock_sweep",
         "Sweep",
         "bytes",
         "MB/s",
@@ -100,6 +117,7 @@ fn writes_all_files() {
         "results.json",
         "pingpong_round_trip.svg",
         "pingpong_throughput.svg",
+        "pingpong_targets_lower.svg",
         "sock_64B.svg",
         "sock_sweep.svg",
     ] {
@@ -126,6 +144,11 @@ fn writes_all_files() {
     assert!(md.contains("Intro line."));
     assert!(md.contains("1.29x (target <= 1.5) pass"));
     assert!(md.contains("![Ping-pong: round_trip](pingpong_round_trip.svg)"));
+    assert!(md.contains("Targets (figures of this run):\n"), "{md}");
+    // Every file written has an extension.
+    for f in &files {
+        assert!(f.extension().is_some(), "{f:?}");
+    }
     assert!(md.contains("## Sockets\n"));
     assert!(md.contains("## Empty\n\n(no results)"));
 

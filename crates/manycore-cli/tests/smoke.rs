@@ -2,26 +2,29 @@
 //! output is checked, never a timing: every stdout line of `--json` is a
 //! record, and `report --quick` writes its files.
 
-use std::process::Command;
+use std::process::{Command, Output};
 
 fn manycore() -> Command {
     Command::new(env!("CARGO_BIN_EXE_manycore"))
 }
 
-#[test]
-fn pingpong_json_is_records_only() {
-    let o = manycore()
-        .args([
-            "bench", "pingpong", "--secs", "0.05", "--reps", "1", "--idle", "sleep", "--json",
-        ])
-        .output()
-        .unwrap();
+/// Runs `cmd` and checks that it exited with status 0.
+fn run_ok(cmd: &mut Command) -> Output {
+    let o = cmd.output().unwrap();
     assert_eq!(
         o.status.code(),
         Some(0),
         "stderr: {}",
         String::from_utf8_lossy(&o.stderr)
     );
+    o
+}
+
+#[test]
+fn pingpong_json_is_records_only() {
+    let o = run_ok(manycore().args([
+        "bench", "pingpong", "--secs", "0.05", "--reps", "1", "--idle", "sleep", "--json",
+    ]));
     let out = String::from_utf8(o.stdout).unwrap();
     let mut impls = Vec::new();
     for line in out.lines() {
@@ -48,17 +51,7 @@ fn pingpong_json_is_records_only() {
 fn report_quick_writes_files() {
     let dir = std::env::temp_dir().join(format!("manycore-smoke-report-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let o = manycore()
-        .args(["report", "--quick", "--out"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "stderr: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let o = run_ok(manycore().args(["report", "--quick", "--out"]).arg(&dir));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(stdout.contains("== pingpong"), "{stdout}");
     for f in ["report.md", "results.json"] {
@@ -66,6 +59,24 @@ fn report_quick_writes_files() {
     }
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(md.contains("| case | impl |"), "{md}");
-    assert!(md.contains("Acceptance"), "{md}");
+    assert!(md.contains("Targets"), "{md}");
+    assert!(!md.contains("Acceptance"), "{md}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A setting that was an environment variable is a flag: `--only` runs
+/// just the parts it names.
+#[test]
+fn sock_only_runs_the_parts_named() {
+    let o = run_ok(manycore().args(["bench", "sock", "--quick", "--only", "table1", "--json"]));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let cases: Vec<String> = out
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["case"].to_string())
+        .collect();
+    assert!(!cases.is_empty(), "{out}");
+    assert!(
+        cases.iter().all(|c| c.starts_with("\"table1-")),
+        "{cases:?}"
+    );
 }

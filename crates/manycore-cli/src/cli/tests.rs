@@ -13,11 +13,15 @@ fn err(s: &str) -> UsageError {
     }
 }
 
-fn bench(s: &str) -> BenchArgs {
+fn bench(s: &str) -> Options {
     match parse(&args(s)) {
-        Ok(Command::Bench { args, .. }) => args,
+        Ok(Command::Bench { options, .. }) => options,
         other => panic!("'{s}': {other:?}"),
     }
+}
+
+fn idle(o: &Options) -> Option<&[String]> {
+    o.get("--idle")
 }
 
 #[test]
@@ -49,28 +53,78 @@ fn help_everywhere() {
 
 #[test]
 fn bench_flags() {
+    // Without flags: the bench's defaults.
     let a = bench("bench pingpong");
     assert_eq!(
         a,
-        BenchArgs {
-            secs: None,
-            reps: None,
-            idle: None,
+        Options {
+            secs: 1.0,
+            reps: 5,
             quick: false,
-            json: false
+            json: false,
+            extra: vec![]
         }
     );
     let a = bench("bench pingpong --idle poll --secs 0.5 --reps 3 --json");
-    assert_eq!(a.secs, Some(0.5));
-    assert_eq!(a.reps, Some(3));
-    assert_eq!(a.idle, Some(vec!["poll".to_string()]));
+    assert_eq!(a.secs, 0.5);
+    assert_eq!(a.reps, 3);
+    assert_eq!(idle(&a), Some(&["poll".to_string()][..]));
     assert!(a.json);
     let a = bench("bench pingpong --idle=all --secs=2");
-    assert_eq!(a.idle.unwrap(), ["poll", "sleep", "hybrid"]);
-    assert_eq!(a.secs, Some(2.0));
+    assert_eq!(idle(&a).unwrap(), ["poll", "sleep", "hybrid"]);
+    assert_eq!(a.secs, 2.0);
+    // --quick: the quick report's budget, unless --secs or --reps say otherwise.
     let a = bench("bench pingpong --idle sleep,poll,sleep --quick");
-    assert_eq!(a.idle.unwrap(), ["sleep", "poll"]);
+    assert_eq!(idle(&a).unwrap(), ["sleep", "poll"]);
     assert!(a.quick);
+    assert_eq!((a.secs, a.reps), (0.2, 3));
+    let a = bench("bench pingpong --quick --secs 4 --reps 9");
+    assert_eq!((a.secs, a.reps), (4.0, 9));
+}
+
+#[test]
+fn settings_are_flags() {
+    // What environment variables used to set.
+    let a = bench("bench steal --pin --quick");
+    assert!(a.switch("--pin"));
+    assert!(!bench("bench steal").switch("--pin"));
+    let a = bench("bench sock --only rtt,table1 --buffer 8192");
+    assert_eq!(a.get("--only").unwrap(), ["rtt", "table1"]);
+    assert_eq!(a.get("--buffer").unwrap(), ["8192"]);
+    assert!(err("bench sock --only nosuch")
+        .msg
+        .contains("invalid value 'nosuch' for '--only'"));
+    assert!(err("bench sock --buffer 1")
+        .msg
+        .contains("invalid value '1' for '--buffer'"));
+    assert!(err("bench steal --pin=1").msg.contains("takes no value"));
+    // Options are the bench's own.
+    assert!(err("bench steal --idle poll")
+        .msg
+        .contains("unknown option '--idle'"));
+    assert!(err("bench sched --reps 3")
+        .msg
+        .contains("unknown option '--reps'"));
+    // Every bench has a help that lists its own options.
+    for b in crate::benches::ALL {
+        let Ok(Command::Help(h)) = parse(&args(&format!("bench {} --help", b.name))) else {
+            panic!("{}", b.name)
+        };
+        for o in b.options {
+            assert!(h.contains(o.flag), "{}: {}", b.name, o.flag);
+        }
+        assert_eq!(h.contains("--reps"), b.repeats, "{}", b.name);
+    }
+}
+
+#[test]
+fn peer_subcommand() {
+    let Ok(Command::Peer { bench, args: a }) = parse(&args("__sock-peer tcp-echo 1 2")) else {
+        panic!()
+    };
+    assert_eq!(bench.name, "sock");
+    assert_eq!(a, ["tcp-echo", "1", "2"]);
+    assert!(err("__pingpong-peer").msg.contains("unknown command"));
 }
 
 #[test]
@@ -155,4 +209,61 @@ fn error_display_has_hint() {
     let s = err("bench pingpong --idle spin").to_string();
     assert!(s.starts_with("error: "));
     assert!(s.contains("try 'manycore bench pingpong --help'"));
+}
+
+#[test]
+fn durations_in_help_and_readme_agree() {
+    assert_eq!(duration_text(40.0), "about 40 s");
+    assert_eq!(duration_text(97.0), "about 1.5 min");
+    assert_eq!(duration_text(134.0), "about 2 min");
+    let default = duration_text(report_expected_secs(Size::Default));
+    let quick = duration_text(report_expected_secs(Size::Quick));
+    assert!(report_help().contains(&format!("It takes {default} ({quick} with --quick")));
+    assert!(main_help().contains(&format!("write report/ ({default})")));
+    let readme = include_str!("../../README.md");
+    assert!(
+        readme.contains(&format!("# {default}, writes report/"))
+            && readme.contains(&format!("# {quick}, a smoke run")),
+        "README.md must state the report's durations: {default}, {quick} with --quick"
+    );
+}
+
+#[test]
+fn help_text_is_wrapped() {
+    for b in crate::benches::ALL {
+        let h = one_bench_help(b);
+        for line in h.lines() {
+            assert!(line.chars().count() <= 80, "{}: {line}", b.name);
+        }
+    }
+}
+
+/// What the command prints or writes names no work item, no work session,
+/// no history and no path outside the repository. (The words are spelled
+/// in pieces so that searching the crate for them finds nothing.)
+#[test]
+fn printed_text_tells_no_history() {
+    let forbidden = [
+        ["iss", "ue"].concat(),
+        ["sess", "ion"].concat(),
+        ["shar", "ed/"].concat(),
+        "../".to_string(),
+        "Acceptance".to_string(),
+    ];
+    let mut texts = vec![
+        main_help(),
+        bench_help(),
+        report_help(),
+        include_str!("../../README.md").to_string(),
+    ];
+    for b in crate::benches::ALL {
+        texts.push(one_bench_help(b));
+        texts.push(b.title.to_string());
+        texts.push(b.summary(&[]));
+    }
+    for t in &texts {
+        for f in &forbidden {
+            assert!(!t.contains(f.as_str()), "'{f}' in: {t}");
+        }
+    }
 }

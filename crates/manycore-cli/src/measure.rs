@@ -1,13 +1,13 @@
-//! The measuring loop every pingpong row shares, so that all rows are
-//! measured the same way: a row supplies `batch(n)`, which performs `n`
-//! operations (round trips or messages) and returns how long they took by its
-//! own clock; the driver calibrates `n`, runs repetitions within a time
-//! budget, and keeps per-repetition and per-batch figures.
-//!
-//! Also here: the two CPUs the rows pin to, and bounded waiting (every wait
-//! for a partner gives up after [`PARTNER_TIMEOUT`] with an error: on a
-//! shared VM a partner may be descheduled for milliseconds, never for
-//! seconds unless something is wrong).
+//! What the benches share to measure: the batch driver ([`run_batches`]),
+//! with which all pingpong rows are measured the same way (a row supplies
+//! `batch(n)`, which performs `n` operations and returns how long they took
+//! by its own clock; the driver calibrates `n`, runs repetitions within a
+//! time budget, and keeps per-repetition and per-batch figures); timing one
+//! call ([`time`]); the CPU an idle runtime burns ([`idle_cpu_ms_per_s`]);
+//! the two CPUs two-thread rows pin to; and bounded waiting (every wait for
+//! a partner gives up after [`PARTNER_TIMEOUT`] with an error: on a shared
+//! VM a partner may be descheduled for milliseconds, never for seconds
+//! unless something is wrong).
 
 use std::time::{Duration, Instant};
 
@@ -104,6 +104,32 @@ impl Samples {
             .collect();
         crate::stats::median(&per)
     }
+}
+
+/// How long `f` took (its result is kept from the optimiser).
+pub fn time<R>(f: impl FnOnce() -> R) -> Duration {
+    let t = Instant::now();
+    std::hint::black_box(f());
+    t.elapsed()
+}
+
+/// Process CPU time per second of wall time (ms/s) while whatever `setup`
+/// returns is alive (a runtime with nothing to do) and the calling thread
+/// sleeps: settle for `settle`, then measure over `window`.
+pub fn idle_cpu_ms_per_s<T>(
+    settle: Duration,
+    window: Duration,
+    setup: impl FnOnce() -> Result<T, String>,
+) -> Result<f64, String> {
+    use manycore_sync::cpu::process_cpu_time;
+    let guard = setup()?;
+    std::thread::sleep(settle);
+    let (c0, t0) = (process_cpu_time(), Instant::now());
+    std::thread::sleep(window);
+    let (c1, t1) = (process_cpu_time(), Instant::now());
+    drop(guard);
+    let cpu = c1.saturating_sub(c0).as_secs_f64() * 1e3;
+    Ok(cpu / (t1 - t0).as_secs_f64())
 }
 
 /// Largest batch the calibration may choose.
@@ -219,6 +245,11 @@ pub fn cpu_pair() -> Option<(usize, usize)> {
         [a, b, ..] => Some((*a, *b)),
         _ => None,
     }
+}
+
+/// How many CPUs the process's original CPU set has.
+pub fn cpu_count() -> usize {
+    manycore_sync::cpu::original().len()
 }
 
 /// Pins the calling thread to `cpu` if there is one; a failure to pin is not

@@ -1,14 +1,18 @@
-//! `manycore bench sock`: rckSock-style sockets over shared memory
-//! (`manycore-sock`) side by side with Unix domain sockets and TCP loopback,
-//! between two threads and between two processes, plus a reproduction of
-//! Table 1 of the rckSock paper (Clauss): one client's ping-pong throughput as
-//! the server's 8 KiB buffer is split among more and more connections.
+//! `manycore bench sock`: sockets over shared memory (`manycore-sock`) side
+//! by side with Unix domain sockets and TCP loopback, between two threads and
+//! between two processes, plus a reproduction of Table 1 of "A Lightweight
+//! and Resource-aware Socket Emulation Layer for the Intel SCC Processor"
+//! (rckSock): one client's ping-pong throughput as the server's 8 KiB buffer
+//! is split among more and more connections.
 //!
 //! Process pairs re-execute the current binary as `manycore __sock-peer ...`
 //! ([`peer_main`]). Every measurement is bounded in time; figures are medians
 //! over repetitions (p99 over all samples).
 
+use crate::bench::{Bench, Opt, Options};
+use crate::progress::Progress;
 use crate::record::Record;
+use crate::stats::{median, p99};
 use manycore_sock::{
     set_client_config, Config, Namespace, ShmListener, ShmStream, SockAddr, WaitMode,
 };
@@ -19,25 +23,98 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Options of the sock benchmarks.
-#[derive(Debug, Clone)]
-pub struct SockBenchOpts {
-    /// Seconds per measurement (each repetition of each case).
-    pub secs: f64,
-    /// Small sizes and fewer repetitions (the `manycore report` section, <= ~20 s).
-    pub quick: bool,
+/// `manycore bench sock`.
+pub const BENCH: Bench = Bench {
+    name: "sock",
+    about: "shared-memory sockets vs Unix and TCP; rckSock Table 1",
+    title: "Sockets over shared memory (rckSock)",
+    method: "Round trips (`rtt`, 64 B to 64 KiB) and 1 MiB streaming between two processes \
+             and two threads, manycore-sock (spin, hybrid, sleep) against Unix domain sockets \
+             and TCP loopback; each round-trip case runs --reps repetitions of 2 x --secs / \
+             --reps seconds (median of the repetitions' medians, p99 over all samples), each \
+             stream moves 256 MiB (32 MiB with --quick) --reps times (median throughput). \
+             Table 1: one client's throughput as the server's 8 KiB buffer is split among \
+             more connections (chunk size per row), after Table 1 of \"A Lightweight and \
+             Resource-aware Socket Emulation Layer for the Intel SCC Processor\".",
+    secs: 0.25,
+    report_secs: [0.1, 0.1, 0.1],
+    repeats: true,
+    options: &[
+        Opt {
+            flag: "--only",
+            value: Some("PARTS"),
+            help: "run only these parts: rtt, stream, table1 (comma-separated)",
+            parse: parse_parts,
+        },
+        Opt {
+            flag: "--buffer",
+            value: Some("BYTES"),
+            help: "manycore-sock buffer size of every case [default: 256 KiB for\nround trips, 1 MiB (and 256 KiB) for streams]",
+            parse: |v| match v.parse::<usize>() {
+                Ok(n) if n >= 64 => Ok(vec![n.to_string()]),
+                _ => Err("expected a whole number of bytes, at least 64".into()),
+            },
+        },
+    ],
+    expected_secs,
+    run,
+    peer: Some(peer_main),
+    ..Bench::DEFAULT
+};
+
+/// The parts of the bench `--only` chooses from.
+const PARTS: [&str; 3] = ["rtt", "stream", "table1"];
+
+fn parse_parts(v: &str) -> Result<Vec<String>, String> {
+    v.split(',')
+        .map(str::trim)
+        .map(|p| match PARTS.contains(&p) {
+            true => Ok(p.to_string()),
+            false => Err("expected rtt, stream or table1".to_string()),
+        })
+        .collect()
 }
 
-impl Default for SockBenchOpts {
-    fn default() -> Self {
-        SockBenchOpts {
-            secs: 0.25,
-            quick: false,
-        }
+/// Whether `--only` (or its absence) selects `part`.
+fn wanted(o: &Options, part: &str) -> bool {
+    o.get("--only").is_none_or(|v| v.iter().any(|p| p == part))
+}
+
+/// Seconds per round-trip case (the repetitions together take twice this).
+fn rtt_secs(o: &Options) -> f64 {
+    if o.quick {
+        o.secs.min(0.1)
+    } else {
+        o.secs
     }
 }
 
-const BENCH: &str = "sock";
+/// Bytes per stream repetition.
+fn stream_bytes(o: &Options) -> usize {
+    if o.quick {
+        32 << 20
+    } else {
+        256 << 20
+    }
+}
+
+/// Round-trip cases take 2 x their seconds and 10 ms to set up, streams move
+/// their bytes at about 2 GiB/s, Table 1 rows take 3 repetitions and 20 ms
+/// to set up.
+fn expected_secs(o: &Options) -> f64 {
+    let mut t = 0.0;
+    if wanted(o, "rtt") {
+        t += 30.0 * (2.0 * rtt_secs(o) + 0.01);
+    }
+    if wanted(o, "stream") {
+        t += 12.0 * (stream_bytes(o) as f64 * o.reps as f64 / (2u64 << 30) as f64 + 0.01);
+    }
+    if wanted(o, "table1") {
+        t += 8.0 * (3.0 * table1_secs(o) + 0.02);
+    }
+    t
+}
+
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn mode_of(name: &str) -> WaitMode {
@@ -90,19 +167,6 @@ fn sink<S: Read + Write>(mut s: S, total: usize) -> io::Result<()> {
     }
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    percentile(v, 0.5)
-}
-
 /// Ping-pong: `reps` repetitions of up to `secs` each. Returns (median of
 /// the repetitions' medians, p99 over all samples) in microseconds.
 fn pingpong<S: Read + Write>(
@@ -128,10 +192,10 @@ fn pingpong<S: Read + Write>(
             v.push(t.elapsed().as_secs_f64() * 1e6);
         }
         all.extend_from_slice(&v);
-        meds.push(median(&mut v));
+        meds.extend(median(&v));
     }
-    all.sort_by(|a, b| a.total_cmp(b));
-    Ok((median(&mut meds), percentile(&all, 0.99)))
+    let nan = f64::NAN;
+    Ok((median(&meds).unwrap_or(nan), p99(&all).unwrap_or(nan)))
 }
 
 /// Streams 1 MiB writes: per repetition `total` bytes, waits for the sink's
@@ -151,7 +215,7 @@ fn stream<S: Read + Write>(s: &mut S, total: usize, reps: usize) -> io::Result<f
         s.read_exact(&mut ack)?;
         v.push(total as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64());
     }
-    Ok(median(&mut v))
+    Ok(median(&v).unwrap_or(f64::NAN))
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -171,36 +235,12 @@ impl Kind {
     }
 }
 
-/// A connected pair's local end plus whatever runs the other end.
-enum Conn {
-    Sock(ShmStream),
-    Unix(UnixStream),
-    Tcp(TcpStream),
-}
+/// One end of a connected pair, whatever the transport.
+trait Stream: Read + Write + Send {}
+impl<S: Read + Write + Send> Stream for S {}
+type Conn = Box<dyn Stream>;
 
-impl Read for Conn {
-    fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
-        match self {
-            Conn::Sock(s) => s.read(b),
-            Conn::Unix(s) => s.read(b),
-            Conn::Tcp(s) => s.read(b),
-        }
-    }
-}
-
-impl Write for Conn {
-    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
-        match self {
-            Conn::Sock(s) => s.write(b),
-            Conn::Unix(s) => s.write(b),
-            Conn::Tcp(s) => s.write(b),
-        }
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
+/// Whatever runs the other end of a pair.
 enum Other {
     Thread(std::thread::JoinHandle<io::Result<()>>),
     Proc(Child),
@@ -234,7 +274,7 @@ impl Other {
 
 fn spawn_peer(args: &[String]) -> io::Result<Child> {
     Command::new(std::env::current_exe()?)
-        .arg("__sock-peer")
+        .arg(crate::cli::peer_command(&BENCH))
         .args(args)
         .stdin(Stdio::piped())
         .spawn()
@@ -242,8 +282,11 @@ fn spawn_peer(args: &[String]) -> io::Result<Child> {
 
 static PORT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(100);
 
-/// Sets up a connected pair: `role` is "echo" (with `arg` = message size)
-/// or "sink" (with `arg` = bytes per acknowledgement).
+/// Sets up a connected pair: binds a listener of `kind`, starts the other
+/// end ([`peer`], in a thread or, with `procs`, in a peer process) as
+/// `role` "echo" (with `arg` = message size) or "sink" (with `arg` = bytes
+/// per acknowledgement), and accepts it; `buffer` is the manycore-sock
+/// buffer size.
 fn setup(
     buffer: usize,
     kind: Kind,
@@ -254,98 +297,50 @@ fn setup(
     dir: &std::path::Path,
 ) -> io::Result<(Conn, Other)> {
     let port = PORT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let serve = move |c: Conn| -> io::Result<()> {
-        if role == "echo" {
-            echo(c, arg)
+    let start = |args: Vec<String>| -> io::Result<Other> {
+        Ok(if procs {
+            Other::Proc(spawn_peer(&args)?)
         } else {
-            sink(c, arg)
-        }
+            Other::Thread(std::thread::spawn(move || peer(&args)))
+        })
     };
+    let (arg, dir) = (arg.to_string(), dir.display().to_string());
     match kind {
         Kind::Sock(mode) => {
-            let addr = ns.addr(port);
-            let l = ShmListener::bind_with(
-                &addr,
-                Config {
-                    wait_mode: mode_of(mode),
-                    buffer_size: env_usize("MANYCORE_SOCK_BENCH_BUF").unwrap_or(buffer),
-                    ..Config::default()
-                },
-            )?;
-            l.set_accept_timeout(Some(IO_TIMEOUT))?;
-            let other = if procs {
-                Other::Proc(spawn_peer(&[
-                    format!("sock-{role}"),
-                    dir.display().to_string(),
-                    port.to_string(),
-                    mode.into(),
-                    arg.to_string(),
-                ])?)
-            } else {
-                let a = addr.clone();
-                Other::Thread(std::thread::spawn(move || {
-                    let s = ShmStream::connect_timeout(&a, IO_TIMEOUT)?;
-                    s.set_wait_mode(mode_of(mode));
-                    serve(Conn::Sock(s))
-                }))
+            let wait_mode = mode_of(mode);
+            let config = Config {
+                wait_mode,
+                buffer_size: buffer,
+                ..Config::default()
             };
+            let l = ShmListener::bind_with(&ns.addr(port), config)?;
+            l.set_accept_timeout(Some(IO_TIMEOUT))?;
+            let other = start(vec![format!("sock-{role}"), dir, port.to_string(), mode.into(), arg])?;
             let (s, _) = l.accept()?;
             s.set_read_timeout(Some(IO_TIMEOUT))?;
             s.set_write_timeout(Some(IO_TIMEOUT))?;
-            Ok((Conn::Sock(s), other))
+            Ok((Box::new(s), other))
         }
         Kind::Unix => {
-            let path = dir.join(format!("unix-{port}"));
+            let path = PathBuf::from(dir).join(format!("unix-{port}"));
             let _ = std::fs::remove_file(&path);
             let l = UnixListener::bind(&path)?;
-            let other = if procs {
-                Other::Proc(spawn_peer(&[
-                    format!("unix-{role}"),
-                    path.display().to_string(),
-                    arg.to_string(),
-                ])?)
-            } else {
-                let p = path.clone();
-                Other::Thread(std::thread::spawn(move || {
-                    serve(Conn::Unix(UnixStream::connect(p)?))
-                }))
-            };
+            let other = start(vec![format!("unix-{role}"), path.display().to_string(), arg])?;
             let (s, _) = l.accept()?;
             let _ = std::fs::remove_file(&path);
             s.set_read_timeout(Some(IO_TIMEOUT))?;
-            Ok((Conn::Unix(s), other))
+            Ok((Box::new(s), other))
         }
         Kind::Tcp => {
             let l = TcpListener::bind("127.0.0.1:0")?;
             let p = l.local_addr()?.port();
-            let other = if procs {
-                Other::Proc(spawn_peer(&[
-                    format!("tcp-{role}"),
-                    p.to_string(),
-                    arg.to_string(),
-                ])?)
-            } else {
-                Other::Thread(std::thread::spawn(move || {
-                    let s = TcpStream::connect(("127.0.0.1", p))?;
-                    s.set_nodelay(true)?;
-                    serve(Conn::Tcp(s))
-                }))
-            };
+            let other = start(vec![format!("tcp-{role}"), p.to_string(), arg])?;
             let (s, _) = l.accept()?;
             s.set_nodelay(true)?;
             s.set_read_timeout(Some(IO_TIMEOUT))?;
-            Ok((Conn::Tcp(s), other))
+            Ok((Box::new(s), other))
         }
     }
-}
-
-fn env_usize(k: &str) -> Option<usize> {
-    std::env::var(k).ok().and_then(|v| v.parse().ok())
-}
-
-/// `MANYCORE_SOCK_BENCH_ONLY=rtt|stream|table1` runs one family only.
-fn wanted(family: &str) -> bool {
-    std::env::var("MANYCORE_SOCK_BENCH_ONLY").map_or(true, |v| v.split(',').any(|f| f == family))
 }
 
 fn size_name(n: usize) -> String {
@@ -358,22 +353,24 @@ fn size_name(n: usize) -> String {
     }
 }
 
-/// Runs every sock benchmark and returns its records.
-pub fn run(opts: &SockBenchOpts) -> Vec<Record> {
+/// Runs every part of the bench (or those `--only` names).
+fn run(opts: &Options, progress: &Progress) -> Vec<Record> {
     let mut out = Vec::new();
     let (ns, dir) = bench_ns();
     if let Err(e) = std::fs::create_dir_all(&dir).and_then(|_| {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))
     }) {
-        eprintln!("sock bench: cannot create {}: {e}", dir.display());
+        progress.println(&format!("sock bench: cannot create {}: {e}", dir.display()));
         return out;
     }
-    let reps = if opts.quick { 3 } else { 5 };
-    let secs = if opts.quick {
-        opts.secs.min(0.1)
-    } else {
-        opts.secs
+    let reps = opts.reps.max(1);
+    let secs = rtt_secs(opts);
+    // `--buffer`, or the case's own size.
+    let buffer = |own: usize| {
+        opts.get("--buffer")
+            .and_then(|v| v.first()?.parse().ok())
+            .unwrap_or(own)
     };
     let kinds = [
         Kind::Sock("spin"),
@@ -385,10 +382,11 @@ pub fn run(opts: &SockBenchOpts) -> Vec<Record> {
     let sizes: &[usize] = &[64, 1024, 64 << 10];
     for procs in [false, true] {
         let wher = if procs { "procs" } else { "threads" };
-        for &size in sizes.iter().filter(|_| wanted("rtt")) {
+        for &size in sizes.iter().filter(|_| wanted(opts, "rtt")) {
             for kind in kinds {
                 let case = format!("rtt-{}-{wher}", size_name(size));
-                let r = setup(256 << 10, kind, procs, "echo", size, &ns, &dir).and_then(
+                progress.set_message(&format!("sock: {case} {}", kind.name()));
+                let r = setup(buffer(256 << 10), kind, procs, "echo", size, &ns, &dir).and_then(
                     |(mut c, other)| {
                         let r = pingpong(&mut c, size, secs / reps as f64 * 2.0, reps);
                         drop(c);
@@ -398,14 +396,14 @@ pub fn run(opts: &SockBenchOpts) -> Vec<Record> {
                 );
                 match r {
                     Ok((med, p99)) => {
-                        out.push(Record::new(BENCH, &case, &kind.name(), "median", med, "us"));
-                        out.push(Record::new(BENCH, &case, &kind.name(), "p99", p99, "us"));
+                        out.push(BENCH.record(&case, &kind.name(), "median", med, "us"));
+                        out.push(BENCH.record(&case, &kind.name(), "p99", p99, "us"));
                     }
-                    Err(e) => eprintln!("sock bench: {case} {}: {e}", kind.name()),
+                    Err(e) => progress.println(&format!("sock bench: {case} {}: {e}", kind.name())),
                 }
             }
         }
-        let total = if opts.quick { 32 << 20 } else { 256 << 20 };
+        let total = stream_bytes(opts);
         // manycore-sock streams with 1 MiB endpoint buffers (its socket buffer;
         // "-256KiB" is the default size), Unix and TCP with their defaults.
         let stream_cases = kinds
@@ -416,35 +414,46 @@ pub fn run(opts: &SockBenchOpts) -> Vec<Record> {
                 256 << 10,
                 "manycore-sock-hybrid-256KiB".to_string(),
             )]);
-        for (kind, buffer, name) in stream_cases.filter(|_| wanted("stream")) {
+        for (kind, own, name) in stream_cases.filter(|_| wanted(opts, "stream")) {
             let case = format!("stream-1MiB-{wher}");
+            progress.set_message(&format!("sock: {case} {name}"));
             let r =
-                setup(buffer, kind, procs, "sink", total, &ns, &dir).and_then(|(mut c, other)| {
+                setup(buffer(own), kind, procs, "sink", total, &ns, &dir).and_then(|(mut c, other)| {
                     let r = stream(&mut c, total, reps);
                     drop(c);
                     other.finish();
                     r
                 });
             match r {
-                Ok(t) => out.push(Record::new(BENCH, &case, &name, "throughput", t, "MiB/s")),
-                Err(e) => eprintln!("sock bench: {case} {name}: {e}"),
+                Ok(t) => out.push(BENCH.record(&case, &name, "throughput", t, "MiB/s")),
+                Err(e) => progress.println(&format!("sock bench: {case} {name}: {e}")),
             }
         }
     }
-    if wanted("table1") {
+    if wanted(opts, "table1") {
+        progress.set_message("sock: table1");
         match table1(opts, &ns, &dir) {
             Ok(mut v) => out.append(&mut v),
-            Err(e) => eprintln!("sock bench: table1: {e}"),
+            Err(e) => progress.println(&format!("sock bench: table1: {e}")),
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
     out
 }
 
+/// Seconds per repetition of a Table 1 row.
+fn table1_secs(o: &Options) -> f64 {
+    if o.quick {
+        0.05
+    } else {
+        o.secs.max(0.1)
+    }
+}
+
 /// rckSock Table 1: the server's 8 KiB buffer is split among 1..65 connections
 /// (filler clients in a peer process); the newest connection, which holds the
 /// smallest buddy, runs a ping-pong. Reports its throughput and chunk size.
-fn table1(opts: &SockBenchOpts, ns: &Namespace, dir: &std::path::Path) -> io::Result<Vec<Record>> {
+fn table1(opts: &Options, ns: &Namespace, dir: &std::path::Path) -> io::Result<Vec<Record>> {
     let mut out = Vec::new();
     let port = PORT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let addr = ns.addr(port);
@@ -475,7 +484,7 @@ fn table1(opts: &SockBenchOpts, ns: &Namespace, dir: &std::path::Path) -> io::Re
     let mut fillers = Vec::new();
     let msg = if opts.quick { 8 << 10 } else { 64 << 10 };
     let reps = 3;
-    let secs = if opts.quick { 0.05 } else { opts.secs.max(0.1) };
+    let secs = table1_secs(opts);
     let result = (|| -> io::Result<()> {
         for n in [1usize, 2, 3, 5, 9, 17, 33, 65] {
             // n - 1 idle fillers, then the measured client (the newest: smallest chunk).
@@ -500,16 +509,14 @@ fn table1(opts: &SockBenchOpts, ns: &Namespace, dir: &std::path::Path) -> io::Re
             let _ = echo_t.join();
             let case = format!("table1-clients-{n}");
             let mibs = 2.0 * msg as f64 / (1 << 20) as f64 / (med_us / 1e6);
-            out.push(Record::new(
-                BENCH,
+            out.push(BENCH.record(
                 &case,
                 "manycore-sock-hybrid",
                 "throughput",
                 mibs,
                 "MiB/s",
             ));
-            out.push(Record::new(
-                BENCH,
+            out.push(BENCH.record(
                 &case,
                 "manycore-sock-hybrid",
                 "chunk",
@@ -544,67 +551,48 @@ fn arg<T: std::str::FromStr>(args: &[String], i: usize) -> io::Result<T> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("bad argument {i}")))
 }
 
+/// The other end of a pair, in a thread or a peer process: `sock-ROLE DIR
+/// PORT MODE N`, `unix-ROLE PATH N` or `tcp-ROLE PORT N` connects and runs
+/// ROLE (`echo` of N-byte messages, or `sink` acknowledging every N bytes);
+/// `sock-fillers DIR PORT` holds as many idle connections as each line on
+/// stdin asks for (Table 1).
 fn peer(args: &[String]) -> io::Result<()> {
     let role = args.first().map(String::as_str).unwrap_or("");
     let sock_addr = || -> io::Result<SockAddr> {
         Ok(Namespace::dir(args.get(1).cloned().unwrap_or_default()).addr(arg(args, 2)?))
     };
-    match role {
-        "sock-echo" | "sock-sink" => {
+    if role == "sock-fillers" {
+        let addr = sock_addr()?;
+        let mut conns = Vec::new();
+        for line in io::stdin().lock().lines() {
+            let want: usize = line?.trim().parse().unwrap_or(0);
+            while conns.len() < want {
+                conns.push(ShmStream::connect_timeout(&addr, IO_TIMEOUT)?);
+            }
+        }
+        return Ok(());
+    }
+    let (transport, serve) = role.split_once('-').unwrap_or_default();
+    let conn: Conn = match transport {
+        "sock" => {
             let s = ShmStream::connect_timeout(&sock_addr()?, IO_TIMEOUT)?;
             s.set_wait_mode(mode_of(args.get(3).map(String::as_str).unwrap_or("")));
-            let n: usize = arg(args, 4)?;
-            if role == "sock-echo" {
-                echo(s, n)
-            } else {
-                sink(s, n)
-            }
+            Box::new(s)
         }
-        "unix-echo" | "unix-sink" => {
-            let s = UnixStream::connect(args.get(1).cloned().unwrap_or_default())?;
-            let n: usize = arg(args, 2)?;
-            if role == "unix-echo" {
-                echo(s, n)
-            } else {
-                sink(s, n)
-            }
-        }
-        "tcp-echo" | "tcp-sink" => {
-            let p: u16 = arg(args, 1)?;
-            let s = TcpStream::connect(("127.0.0.1", p))?;
+        "unix" => Box::new(UnixStream::connect(
+            args.get(1).cloned().unwrap_or_default(),
+        )?),
+        "tcp" => {
+            let s = TcpStream::connect(("127.0.0.1", arg::<u16>(args, 1)?))?;
             s.set_nodelay(true)?;
-            let n: usize = arg(args, 2)?;
-            if role == "tcp-echo" {
-                echo(s, n)
-            } else {
-                sink(s, n)
-            }
+            Box::new(s)
         }
-        "sock-fillers" => {
-            // Holds as many idle connections as each stdin line asks for.
-            let addr = sock_addr()?;
-            let mut conns = Vec::new();
-            for line in io::stdin().lock().lines() {
-                let want: usize = line?.trim().parse().unwrap_or(0);
-                while conns.len() < want {
-                    conns.push(ShmStream::connect_timeout(&addr, IO_TIMEOUT)?);
-                }
-            }
-            Ok(())
-        }
-        _ => Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "unknown peer role",
-        )),
-    }
-}
-
-/// Prints a human-readable table of `records` (one line per record).
-pub fn print_table(records: &[Record]) {
-    for r in records {
-        println!(
-            "{:<24} {:<22} {:<8} {:>12.2} {}",
-            r.case, r.impl_, r.metric, r.value, r.unit
-        );
+        _ => return Err(io::Error::new(io::ErrorKind::InvalidInput, "unknown peer role")),
+    };
+    let n: usize = arg(args, args.len().saturating_sub(1))?;
+    match serve {
+        "echo" => echo(conn, n),
+        "sink" => sink(conn, n),
+        _ => Err(io::Error::new(io::ErrorKind::InvalidInput, "unknown peer role")),
     }
 }

@@ -18,40 +18,36 @@ use std::time::{Duration, Instant};
 use manycore_sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use manycore_sync::{CachePadded, EventCount};
 
-use super::driver::{
+use crate::measure::{
     cpu_pair, join, pin, run_batches, spin_until, spin_until_hot, Plan, Samples, PARTNER_TIMEOUT,
 };
 
-/// Runs `initiator` on a thread pinned to the first CPU and `partner` on one
-/// pinned to the second; the initiator's result is the row's. The partner
-/// must return once `stop` is set (the caller sets it after the initiator
-/// returns, then wakes the partner with `wake`).
-fn two_threads<S: Send + Sync + 'static>(
+/// Runs `partner` on a thread pinned to the second CPU, then `initiator`
+/// on one pinned to the first, and waits for both; the initiator's result is
+/// the row's, and a failure of either fails the row. The initiator must let
+/// the partner know when it is done (a stop flag, or dropping its end of a
+/// channel), and every wait of either must be bounded.
+fn two_threads(
     what: &str,
-    shared: Arc<S>,
-    stop: impl Fn(&S) + Send + 'static,
-    initiator: impl FnOnce(&S) -> Result<Samples, String> + Send + 'static,
-    partner: impl FnOnce(&S) -> Result<(), String> + Send + 'static,
+    initiator: impl FnOnce() -> Result<Samples, String> + Send + 'static,
+    partner: impl FnOnce() -> Result<(), String> + Send + 'static,
 ) -> Result<Samples, String> {
     let cpus = cpu_pair();
-    let s2 = shared.clone();
+    let cannot = |e| format!("{what}: cannot spawn: {e}");
     let p = std::thread::Builder::new()
         .name(format!("{what}-partner"))
         .spawn(move || {
             pin(cpus.map(|c| c.1));
-            partner(&s2)
+            partner()
         })
-        .map_err(|e| format!("{what}: cannot spawn: {e}"))?;
-    let s3 = shared.clone();
+        .map_err(cannot)?;
     let i = std::thread::Builder::new()
         .name(format!("{what}-initiator"))
         .spawn(move || {
             pin(cpus.map(|c| c.0));
-            let r = initiator(&s3);
-            stop(&s3);
-            r
+            initiator()
         })
-        .map_err(|e| format!("{what}: cannot spawn: {e}"))?;
+        .map_err(cannot)?;
     let r = join(i, what);
     let p = join(p, what);
     let samples = r?;
@@ -69,15 +65,20 @@ struct Words {
     pong_ec: CachePadded<EventCount>,
 }
 
+/// The words of one run, for each side.
+fn words() -> (Arc<Words>, Arc<Words>) {
+    let w = Arc::new(Words::default());
+    (w.clone(), w)
+}
+
 /// Raw atomic ping-pong: the physical limit.
 pub fn raw_atomic(plan: Plan) -> Result<Samples, String> {
+    let (w, wp) = words();
     two_threads(
         "raw-atomic",
-        Arc::new(Words::default()),
-        |w| w.stop.store(true, Ordering::Relaxed),
-        move |w| {
+        move || {
             let mut seq = 0u64;
-            run_batches(plan, |n| {
+            let r = run_batches(plan, |n| {
                 let t = Instant::now();
                 for _ in 0..n {
                     seq += 1;
@@ -91,9 +92,12 @@ pub fn raw_atomic(plan: Plan) -> Result<Samples, String> {
                     spin_until_hot("raw-atomic", || w.pong.load(Ordering::Acquire) == seq)?;
                 }
                 Ok(t.elapsed())
-            })
+            });
+            w.stop.store(true, Ordering::Relaxed);
+            r
         },
-        |w| {
+        move || {
+            let w = wp;
             let mut last = 0u64;
             loop {
                 let mut next = last;
@@ -135,16 +139,12 @@ fn futex_wait(ec: &EventCount, what: &str, mut done: impl FnMut() -> bool) -> Re
 
 /// Raw futex ping-pong: each side sleeps until its turn.
 pub fn raw_futex(plan: Plan) -> Result<Samples, String> {
+    let (w, wp) = words();
     two_threads(
         "raw-futex",
-        Arc::new(Words::default()),
-        |w| {
-            w.stop.store(true, Ordering::Relaxed);
-            w.ping_ec.notify_all();
-        },
-        move |w| {
+        move || {
             let mut seq = 0u64;
-            run_batches(plan, |n| {
+            let r = run_batches(plan, |n| {
                 let t = Instant::now();
                 for _ in 0..n {
                     seq += 1;
@@ -157,9 +157,13 @@ pub fn raw_futex(plan: Plan) -> Result<Samples, String> {
                     })?;
                 }
                 Ok(t.elapsed())
-            })
+            });
+            w.stop.store(true, Ordering::Relaxed);
+            w.ping_ec.notify_all();
+            r
         },
-        |w| {
+        move || {
+            let w = wp;
             let mut last = 0u64;
             loop {
                 let mut next = last;
@@ -189,12 +193,8 @@ fn echo_round_trips<Tx: Send + 'static, Rx: Send + 'static>(
     send: fn(&Tx, u64) -> Result<(), ()>,
     recv: fn(&Rx) -> Result<u64, bool>,
 ) -> Result<Samples, String> {
-    let cpus = cpu_pair();
-    let echo = std::thread::Builder::new()
-        .name(format!("{what}-echo"))
-        .spawn(move || -> Result<(), String> {
-            pin(cpus.map(|c| c.1));
-            loop {
+    let echo = move || -> Result<(), String> {
+        loop {
                 match recv(&echo_rx) {
                     Ok(v) => {
                         if send(&echo_tx, v + 1).is_err() {
@@ -208,13 +208,9 @@ fn echo_round_trips<Tx: Send + 'static, Rx: Send + 'static>(
                         ))
                     }
                 }
-            }
-        })
-        .map_err(|e| format!("{what}: cannot spawn: {e}"))?;
-    let init = std::thread::Builder::new()
-        .name(format!("{what}-initiator"))
-        .spawn(move || -> Result<Samples, String> {
-            pin(cpus.map(|c| c.0));
+        }
+    };
+    let initiator = move || {
             let mut x = 0u64;
             let r = run_batches(plan, |n| {
                 let t = Instant::now();
@@ -227,13 +223,8 @@ fn echo_round_trips<Tx: Send + 'static, Rx: Send + 'static>(
             });
             drop(to_echo);
             r
-        })
-        .map_err(|e| format!("{what}: cannot spawn: {e}"))?;
-    let r = join(init, what);
-    let e = join(echo, what);
-    let s = r?;
-    e?;
-    Ok(s)
+    };
+    two_threads(what, initiator, echo)
 }
 
 /// `std::sync::mpsc` round trips through an echo thread.
@@ -332,12 +323,8 @@ pub fn rtrb_line_stream(plan: Plan) -> Result<Samples, String> {
 fn rtrb_items<T: Item>(plan: Plan) -> Result<Samples, String> {
     let (mut prod, mut cons) = rtrb::RingBuffer::<T>::new(STREAM_CAPACITY);
     let st = Arc::new(Stream::default());
-    let cpus = cpu_pair();
     let st2 = st.clone();
-    let consumer = std::thread::Builder::new()
-        .name("rtrb-consumer".into())
-        .spawn(move || -> Result<(), String> {
-            pin(cpus.map(|c| c.1));
+    let consumer = move || {
             let (mut count, mut sum) = (0u64, 0u64);
             let mut idle_since: Option<Instant> = None;
             loop {
@@ -364,12 +351,8 @@ fn rtrb_items<T: Item>(plan: Plan) -> Result<Samples, String> {
                     }
                 }
             }
-        })
-        .map_err(|e| format!("rtrb: cannot spawn: {e}"))?;
-    let producer = std::thread::Builder::new()
-        .name("rtrb-producer".into())
-        .spawn(move || -> Result<Samples, String> {
-            pin(cpus.map(|c| c.0));
+    };
+    let producer = move || {
             let mut sent = 0u64;
             run_batches(plan, |n| {
                 let t = Instant::now();
@@ -389,13 +372,8 @@ fn rtrb_items<T: Item>(plan: Plan) -> Result<Samples, String> {
                 spin_until("rtrb", || st.received.load(Ordering::Acquire) >= sent)?;
                 Ok(t.elapsed())
             })
-        })
-        .map_err(|e| format!("rtrb: cannot spawn: {e}"))?;
-    let r = join(producer, "rtrb");
-    let c = join(consumer, "rtrb");
-    let s = r?;
-    c?;
-    Ok(s)
+    };
+    two_threads("rtrb", producer, consumer)
 }
 
 /// One-way throughput over a bounded `crossbeam-channel` of u64 (same
@@ -404,12 +382,8 @@ pub fn crossbeam_stream(plan: Plan) -> Result<Samples, String> {
     use crossbeam_channel::{bounded, RecvTimeoutError, TryRecvError};
     let (tx, rx) = bounded::<u64>(STREAM_CAPACITY);
     let st = Arc::new(Stream::default());
-    let cpus = cpu_pair();
     let st2 = st.clone();
-    let consumer = std::thread::Builder::new()
-        .name("crossbeam-consumer".into())
-        .spawn(move || -> Result<(), String> {
-            pin(cpus.map(|c| c.1));
+    let consumer = move || {
             let (mut count, mut sum) = (0u64, 0u64);
             loop {
                 match rx.try_recv() {
@@ -437,12 +411,8 @@ pub fn crossbeam_stream(plan: Plan) -> Result<Samples, String> {
                     }
                 }
             }
-        })
-        .map_err(|e| format!("crossbeam-channel: cannot spawn: {e}"))?;
-    let producer = std::thread::Builder::new()
-        .name("crossbeam-producer".into())
-        .spawn(move || -> Result<Samples, String> {
-            pin(cpus.map(|c| c.0));
+    };
+    let producer = move || {
             let mut sent = 0u64;
             let r = run_batches(plan, |n| {
                 let t = Instant::now();
@@ -457,13 +427,8 @@ pub fn crossbeam_stream(plan: Plan) -> Result<Samples, String> {
             });
             drop(tx);
             r
-        })
-        .map_err(|e| format!("crossbeam-channel: cannot spawn: {e}"))?;
-    let r = join(producer, "crossbeam-channel");
-    let c = join(consumer, "crossbeam-channel");
-    let s = r?;
-    c?;
-    Ok(s)
+    };
+    two_threads("crossbeam-channel", producer, consumer)
 }
 
 /// Waits until `counter >= target`: spins briefly, then yields (the consumer

@@ -1,23 +1,24 @@
-//! Dev probe: throughput of the bare ring, one producer thread pinned to CPU
-//! 0 and one consumer pinned to CPU 1, moving 56-byte values (a message's
-//! size), with and without a `SeqCst` fence after every push (what the
-//! runtime's doorbell protocol costs a sender).
+//! Probe `ringq`: throughput of the bare ring (`manycore-ring`), one
+//! producer thread pinned to CPU 0 and one consumer pinned to CPU 1, moving
+//! 56-byte values (a message's size), with or without a `SeqCst` fence
+//! after every push (what the runtime's doorbell protocol costs a sender).
+//! Prints five runs of 20 million values.
 //!
-//! `cargo run --release -p manycore-ring --example ringq -- [capacity] [fence]`
+//! `cargo run --release -p manycore-probes --bin ringq -- [CAPACITY=256] [fence]`
 //!
 //! Seen on an AMD EPYC host (raw atomic round trip 49-100 ns): 103-144
 //! Mmsg/s without the fence, 48-53 with it.
+
 use std::sync::atomic::{fence, Ordering};
 use std::time::Instant;
+
+use manycore_probes::{arg, arg_str};
 
 const N: u64 = 20_000_000;
 
 fn main() {
-    let cap: usize = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(256);
-    let with_fence = std::env::args().nth(2).is_some_and(|a| a == "fence");
+    let cap: usize = arg(1, 256);
+    let with_fence = arg_str(2).is_some_and(|a| a == "fence");
     for _ in 0..5 {
         let (mut tx, mut rx) = manycore_ring::channel::<[u64; 7]>(cap).expect("capacity");
         let consumer = std::thread::spawn(move || {

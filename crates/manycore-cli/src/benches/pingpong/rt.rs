@@ -7,9 +7,9 @@
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-use manycore::{IdlePolicy, Runtime};
+use manycore::{Core, IdlePolicy, Runtime};
 
-use super::driver::{run_batches, Plan, Samples, PARTNER_TIMEOUT};
+use crate::measure::{run_batches, Plan, Samples, PARTNER_TIMEOUT};
 use super::Idle;
 
 /// The runtime's policy for a name. `Hybrid` uses the runtime's default budget.
@@ -37,26 +37,29 @@ fn row_timeout(plan: Plan) -> Duration {
     Duration::from_secs_f64(plan.secs * 2.0) + PARTNER_TIMEOUT
 }
 
-/// Runs `f` on core 0 and waits for it (bounded by [`row_timeout`]).
+/// Runs `batch` under `plan` ([`run_batches`]) on core 0 of a fresh 2-core
+/// runtime with policy `i`, with core 1 as the partner; waits for it
+/// (bounded by [`row_timeout`]) and shuts the runtime down.
 fn on_core0(
-    rt: &Runtime,
+    i: Idle,
     plan: Plan,
-    name: &str,
-    f: impl FnOnce() -> Result<Samples, String> + Send + 'static,
+    mut batch: impl FnMut(&Core, &str, u64) -> Result<Duration, String> + Send + 'static,
 ) -> Result<Samples, String> {
-    rt.core(0)
-        .call(f)
+    let rt = runtime(i)?;
+    let c1 = rt.core(1).clone();
+    let name = i.impl_name();
+    let s = rt
+        .core(0)
+        .call(move || run_batches(plan, |n| batch(&c1, name, n)))
         .wait_timeout(row_timeout(plan))
-        .map_err(|e| format!("{name}: {e}"))?
+        .map_err(|e| format!("{name}: {e}"));
+    rt.shutdown();
+    s?
 }
 
 /// Round trips of `core1.call(move || x + 1).wait()` from a task on core 0.
 pub fn round_trip(i: Idle, plan: Plan) -> Result<Samples, String> {
-    let rt = runtime(i)?;
-    let c1 = rt.core(1).clone();
-    let name = i.impl_name();
-    let s = on_core0(&rt, plan, name, move || {
-        run_batches(plan, |n| {
+    on_core0(i, plan, |c1, name, n| {
             let t = Instant::now();
             let mut x = 0u64;
             for _ in 0..n {
@@ -70,10 +73,7 @@ pub fn round_trip(i: Idle, plan: Plan) -> Result<Samples, String> {
                 return Err(format!("{name}: calls returned {x}, expected {n}"));
             }
             Ok(el)
-        })
-    });
-    rt.shutdown();
-    s
+    })
 }
 
 thread_local! {
@@ -87,11 +87,7 @@ thread_local! {
 /// each adding its captured u64 into a core-local sum; the end of a batch is
 /// a `call` to core 1 that returns (and resets) the count and the sum.
 pub fn spawn_stream(i: Idle, plan: Plan) -> Result<Samples, String> {
-    let rt = runtime(i)?;
-    let c1 = rt.core(1).clone();
-    let name = i.impl_name();
-    let s = on_core0(&rt, plan, name, move || {
-        run_batches(plan, |n| {
+    on_core0(i, plan, |c1, name, n| {
             let t = Instant::now();
             for v in 0..n {
                 c1.spawn(move || {
@@ -112,10 +108,7 @@ pub fn spawn_stream(i: Idle, plan: Plan) -> Result<Samples, String> {
                 ));
             }
             Ok(el)
-        })
-    });
-    rt.shutdown();
-    s
+    })
 }
 
 /// A 2-core runtime with nothing to do (for the idle-CPU row).
