@@ -1,7 +1,7 @@
 //! Fork-join with `manycore-steal`: Fibonacci numbers, computed three ways.
 //!
 //! ```text
-//! cargo run --release -p manycore-steal --example fib [n]
+//! cargo run --release -p manycore-steal --example join_fib [n]
 //! ```
 //!
 //! * [`join`] on a [`ThreadPool`] of plain threads: write the recursion as
