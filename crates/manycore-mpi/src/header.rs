@@ -137,6 +137,13 @@ impl Header {
         })
     }
 
+    /// Sets the function id of an already written frame.
+    pub fn set_func(frame: &mut [u8], func: u32) {
+        if let Some(b) = frame.get_mut(4..8) {
+            b.copy_from_slice(&func.to_le_bytes());
+        }
+    }
+
     /// Whether `flag` is set.
     pub fn has(&self, flag: u8) -> bool {
         self.flags & flag != 0

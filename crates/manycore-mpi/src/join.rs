@@ -24,6 +24,7 @@
 use crate::codec::{decode, encode_into};
 use crate::error::CallError;
 use crate::function::TaskFn;
+use crate::header::Header;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::cell::{Cell, RefCell};
@@ -70,7 +71,8 @@ pub(crate) trait Scheduler {
     /// from `top`, or tells them there is nothing.
     fn serve(&self, top: Option<&Frame<'_>>);
     /// Waits for the result of the frame promoted under `ticket`, serving
-    /// thieves and running work meanwhile.
+    /// thieves and running work meanwhile. `Ok` holds the result frame: the
+    /// encoded value starts after its [`Header`](crate::Header).
     fn wait_stolen(&self, ticket: u64, top: Option<&Frame<'_>>) -> Result<Vec<u8>, CallError>;
     /// A fresh ticket for a promotion.
     fn ticket(&self) -> u64;
@@ -210,7 +212,7 @@ impl<'a> Ctx<'a> {
                 }
             }
             State::Promoted(ticket) => match sched.wait_stolen(ticket, self.top) {
-                Ok(bytes) => match decode(&bytes) {
+                Ok(frame) => match decode(frame.get(Header::LEN..).unwrap_or_default()) {
                     Ok(rb) => (ra, rb),
                     Err(e) => panic!("stolen task {}: result: {e}", task.name()),
                 },
@@ -218,12 +220,6 @@ impl<'a> Ctx<'a> {
             },
             State::Taken => unreachable!("a join takes its frame once"),
         }
-    }
-
-    /// The innermost frame (for the scheduler that runs a stolen task on
-    /// top of a waiting owner's stack).
-    pub(crate) fn top(&self) -> Option<&'a Frame<'a>> {
-        self.top
     }
 }
 

@@ -28,9 +28,11 @@
 //!
 //! # Example
 //!
-//! Run with `mpirun -n 2` (with the `mpi` feature):
+//! Run with `mpirun -n 2` (with the `mpi` feature; the example is compiled
+//! when the feature is on):
 //!
-//! ```ignore
+#![cfg_attr(feature = "mpi", doc = "```no_run")]
+#![cfg_attr(not(feature = "mpi"), doc = "```ignore")]
 //! use manycore_mpi::{remote_fn, Ctx, World};
 //!
 //! remote_fn! {
@@ -76,20 +78,57 @@
 #![warn(missing_docs)]
 
 mod codec;
+#[cfg(feature = "mpi")]
+mod collective;
+#[cfg(feature = "mpi")]
+mod dispatch;
+#[cfg(feature = "mpi")]
+mod engine;
 mod error;
 mod function;
 mod header;
 mod join;
+mod knary;
 mod macros;
+#[cfg(feature = "mpi")]
+mod object;
+#[cfg(feature = "mpi")]
+mod pending;
+#[cfg(feature = "mpi")]
+mod place;
+#[cfg(feature = "mpi")]
+mod raw;
 mod registry;
+#[cfg(feature = "mpi")]
+mod reply;
+#[cfg(feature = "mpi")]
+mod shared;
 mod stub;
+#[cfg(feature = "mpi")]
+mod worker;
+#[cfg(feature = "mpi")]
+mod world;
 
 pub use codec::{decode, encode, Bulk, CodecError};
 pub use error::{CallError, Error, ThreadLevel};
 pub use function::{BulkFn, MethodFn, RemoteFn, TaskFn};
 pub use header::{Header, Kind};
 pub use join::Ctx;
+pub use knary::{knary, Knary};
 pub use registry::Registry;
+
+/// The `mpi` crate (rsmpi) this crate is built on, for
+/// [`World::with_mpi`].
+#[cfg(feature = "mpi")]
+pub use mpi;
+#[cfg(feature = "mpi")]
+pub use object::Remote;
+#[cfg(feature = "mpi")]
+pub use pending::Pending;
+#[cfg(feature = "mpi")]
+pub use place::Place;
+#[cfg(feature = "mpi")]
+pub use world::{Builder, World};
 
 /// Not public API: what [`remote_fn!`] expands to.
 #[doc(hidden)]

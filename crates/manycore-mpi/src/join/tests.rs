@@ -58,7 +58,7 @@ impl Scheduler for OneThief {
         let Some(Handler::Task(h)) = Registry::global().unwrap().get(id).map(|e| e.handler) else {
             panic!("not a task");
         };
-        let mut out = Vec::new();
+        let mut out = vec![0; crate::header::Header::LEN];
         // What the engine's worker does: a panic becomes the task's error.
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             h(Ctx::sequential(), &args, &mut out)

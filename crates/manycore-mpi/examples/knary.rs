@@ -1,0 +1,42 @@
+//! `knary(k, m, i)` of the MuSE paper as a distributed join over every rank
+//! of the job: the same result on 1 to 4 ranks.
+//!
+//! ```text
+//! cargo build --release -p manycore-mpi --features mpi --example knary
+//! mpirun --allow-run-as-root --oversubscribe -n 4 target/release/examples/knary [k m i]
+//! ```
+
+use manycore_mpi::{knary, Ctx, Knary, World};
+use std::time::Instant;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<u32> = std::env::args()
+        .skip(1)
+        .map(|a| a.parse())
+        .collect::<Result<_, _>>()?;
+    let (k, m, i) = match args[..] {
+        [k, m, i] => (k, m, i),
+        _ => (4, 8, 1000),
+    };
+    let p = Knary::new(k, m, i);
+    let world = World::init()?;
+    let t = Instant::now();
+    let nodes = world.run_join(&knary, p)?;
+    let elapsed = t.elapsed();
+    // Who ran how many nodes is not observable from the result (it is the
+    // same on any number of ranks); the time is.
+    if world.rank() == 0 {
+        let t1 = Instant::now();
+        let seq = knary.run(Ctx::sequential(), p);
+        let seq_time = t1.elapsed();
+        assert_eq!(nodes, seq);
+        println!(
+            "knary({k}, {m}, {i}) = {nodes} nodes on {} ranks in {:.3} s (sequential {:.3} s)",
+            world.size(),
+            elapsed.as_secs_f64(),
+            seq_time.as_secs_f64()
+        );
+    }
+    world.finalize()?;
+    Ok(())
+}
