@@ -23,8 +23,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     let nodes = world.run_join(&knary, p)?;
     let elapsed = t.elapsed();
-    // Who ran how many nodes is not observable from the result (it is the
-    // same on any number of ranks); the time is.
+    // The result is the same on any number of ranks; the work moved.
+    let s = world.join_stats();
+    let moved = world.all_reduce(vec![(s.promoted, s.stolen)], |mut a, b| {
+        a.extend(b);
+        a
+    })?;
     if world.rank() == 0 {
         let t1 = Instant::now();
         let seq = knary.run(Ctx::sequential(), p);
@@ -36,6 +40,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             elapsed.as_secs_f64(),
             seq_time.as_secs_f64()
         );
+        for (r, (promoted, stolen)) in moved.iter().enumerate() {
+            println!("  rank {r}: promoted {promoted} frames, ran {stolen} stolen tasks");
+        }
     }
     world.finalize()?;
     Ok(())

@@ -41,7 +41,8 @@ impl Knary {
 
     /// The number of nodes of the whole tree (what `knary` returns).
     pub fn nodes(&self) -> u64 {
-        (0..self.m).map(|d| u64::from(self.k).pow(d)).sum()
+        // A tree of height 0 is still its root.
+        (0..self.m.max(1)).map(|d| u64::from(self.k).pow(d)).sum()
     }
 }
 
@@ -96,5 +97,12 @@ mod tests {
         assert_eq!(knary.run(Ctx::sequential(), Knary::new(4, 6, 5)), 1365);
         assert_eq!(knary.run(Ctx::sequential(), Knary::new(1, 7, 0)), 7);
         assert_eq!(knary.run(Ctx::sequential(), Knary::new(3, 1, 0)), 1);
+        for p in [
+            Knary::new(0, 3, 0),
+            Knary::new(3, 0, 0),
+            Knary::new(2, 5, 0),
+        ] {
+            assert_eq!(knary.run(Ctx::sequential(), p), p.nodes(), "{p:?}");
+        }
     }
 }

@@ -128,6 +128,8 @@ pub use pending::Pending;
 #[cfg(feature = "mpi")]
 pub use place::Place;
 #[cfg(feature = "mpi")]
+pub use worker::JoinStats;
+#[cfg(feature = "mpi")]
 pub use world::{Builder, World};
 
 /// Not public API: what [`remote_fn!`] expands to.

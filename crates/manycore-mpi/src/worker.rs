@@ -85,9 +85,32 @@ impl Inbox {
     }
 }
 
+/// What this rank's worker did in distributed joins, counted since the
+/// world started ([`World::join_stats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JoinStats {
+    /// Latent frames this rank promoted and shipped to a thief.
+    pub promoted: u64,
+    /// Tasks this rank received from a victim and ran.
+    pub stolen: u64,
+    /// Steal requests this rank sent.
+    pub requests: u64,
+    /// Of those, answered with nothing.
+    pub refused: u64,
+}
+
+#[derive(Default)]
+struct Counters {
+    promoted: AtomicU64,
+    stolen: AtomicU64,
+    requests: AtomicU64,
+    refused: AtomicU64,
+}
+
 /// The rank's end of the stealing protocol, fed by the engine.
 #[derive(Default)]
 pub(crate) struct JoinInbox {
+    counters: Counters,
     inbox: Mutex<Inbox>,
     /// A thief waits. Release by the engine after queueing the request;
     /// Relaxed load at every join (a stale `false` only delays the answer to
@@ -202,6 +225,7 @@ impl Scheduler for Worker<'_> {
                 let mut frame = h.frame(64);
                 let id = f.promote(ticket, &mut frame)?;
                 Header::set_func(&mut frame, id);
+                self.count(|c| &c.promoted);
                 Some(frame)
             });
             let frame = frame.unwrap_or_else(|| none_frame(self.epoch));
@@ -224,6 +248,11 @@ impl Scheduler for Worker<'_> {
 }
 
 impl Worker<'_> {
+    fn count(&self, which: impl Fn(&Counters) -> &AtomicU64) {
+        // Relaxed: statistics, read after the join.
+        which(&self.sh.join.counters).fetch_add(1, Ordering::Relaxed);
+    }
+
     /// One round of being useful with nothing of its own to run: serve
     /// thieves, run a task that arrived, ask a victim, or sleep until an
     /// answer or the next request is due.
@@ -240,6 +269,7 @@ impl Worker<'_> {
             self.answers_seen.set(answers);
             self.outstanding.set(false);
             if task.is_none() {
+                self.count(|c| &c.refused);
                 // The victim had nothing: ask the next one a little later.
                 let b = self.backoff.get();
                 self.next_request.set(now + b);
@@ -249,6 +279,7 @@ impl Worker<'_> {
         if let Some(t) = task {
             self.backoff.set(MIN_BACKOFF);
             self.next_request.set(now);
+            self.count(|c| &c.stolen);
             self.run_stolen(t, top);
             return;
         }
@@ -257,6 +288,7 @@ impl Worker<'_> {
             let mut h = Header::new(Kind::StealRequest);
             h.seq = self.epoch;
             self.outstanding.set(true);
+            self.count(|c| &c.requests);
             self.sh.send(victim, h.frame(0), None);
             return;
         }
@@ -308,6 +340,17 @@ impl Worker<'_> {
 }
 
 impl World {
+    /// What this rank's worker did in the distributed joins so far.
+    pub fn join_stats(&self) -> JoinStats {
+        let c = &self.shared.join.counters;
+        JoinStats {
+            promoted: c.promoted.load(Ordering::Relaxed),
+            stolen: c.stolen.load(Ordering::Relaxed),
+            requests: c.requests.load(Ordering::Relaxed),
+            refused: c.refused.load(Ordering::Relaxed),
+        }
+    }
+
     /// Runs `task(arg)` as a distributed join over every rank and returns
     /// its result on every rank. Collective: every rank calls it, in the
     /// same order as its other collectives, from one thread (which becomes

@@ -128,7 +128,7 @@ fn calls(w: &World) -> Result<(), String> {
         let r = p.wait_timeout(T).map_err(|e| e.to_string())?;
         ensure(r == (i * i) as u64, format!("in flight: square({i}) = {r}"))?;
     }
-    // One-way, then a call behind it on the same place (FIFO per place).
+    // One-way: nobody waits, nothing comes back.
     w.place(next, 0)
         .spawn(&square, 3)
         .map_err(|e| e.to_string())?;

@@ -39,3 +39,15 @@ fn truncated_input_is_an_error_not_a_panic() {
     assert!(decode::<u64>(&e[..e.len() - 1]).is_err());
     assert!(decode::<String>(&[5, b'a']).is_err());
 }
+
+#[test]
+fn call_errors_travel() {
+    for e in [
+        crate::CallError::Panicked("boom".into()),
+        crate::CallError::UnknownFunction(7),
+        crate::CallError::NoSuchCore { core: 3, cores: 2 },
+        crate::CallError::StaleObject,
+    ] {
+        assert_eq!(decode::<crate::CallError>(&encode(&e).unwrap()).unwrap(), e);
+    }
+}
