@@ -136,6 +136,17 @@ fn calls(w: &World) -> Result<(), String> {
     let prev = (w.rank() + w.size() - 1) % w.size();
     let r = w.place(next, 0).call(&relay, (prev, 7)).wait_timeout(T);
     ensure(r == Ok(50), format!("relay: {r:?}"))?;
+    // Re-entrant: our core 0 waits for the next rank's relay, which calls
+    // back into our core 0; the waiting core serves that call meanwhile.
+    let me = w.rank();
+    let back = w.place(next, 0);
+    let r = w
+        .runtime()
+        .core(0)
+        .call(move || back.call(&relay, (me, 6)).wait_timeout(T))
+        .wait_timeout(T)
+        .map_err(|e| e.to_string())?;
+    ensure(r == Ok(37), format!("re-entrant relay: {r:?}"))?;
     // Awaited as a future on a local core.
     let p = w.place(next, 0);
     let r = w
