@@ -13,7 +13,7 @@ use crate::error::CallError;
 use crate::function::MethodFn;
 use crate::header::{Header, Kind};
 use crate::pending::Pending;
-use crate::shared::Shared;
+use crate::shared::{Shared, Target};
 use crate::world::World;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -147,6 +147,18 @@ impl<T> std::fmt::Debug for Remote<T> {
     }
 }
 
+impl<T> Remote<T> {
+    fn target(&self, func: Result<u32, CallError>) -> Target {
+        Target {
+            rank: self.rank as usize,
+            core: self.core as usize,
+            kind: Kind::Method,
+            func,
+            object: self.object,
+        }
+    }
+}
+
 impl<T: 'static> Remote<T> {
     /// The rank the object lives on.
     pub fn rank(&self) -> usize {
@@ -168,32 +180,15 @@ impl<T: 'static> Remote<T> {
         let Some(sh) = Shared::current() else {
             return Pending::failed(CallError::Shutdown);
         };
-        sh.call(
-            self.rank(),
-            self.core(),
-            Kind::Method,
-            m.id(),
-            self.object,
-            |out| encode_into(out, &a),
-            None,
-        )
+        sh.call(self.target(m.id()), |out| encode_into(out, &a), None)
     }
 
     /// Runs the method `m` on the object, one-sided: nobody waits, and a
     /// failure is dropped on the object's rank.
     pub fn spawn<A: Serialize, R>(&self, m: &MethodFn<T, A, R>, a: A) -> Result<(), CallError> {
         let sh = Shared::current().ok_or(CallError::Shutdown)?;
-        sh.invoke(
-            self.rank(),
-            self.core(),
-            Kind::Method,
-            m.id(),
-            self.object,
-            |out| encode_into(out, &a),
-            None,
-            true,
-        )
-        .map(|_| ())
+        sh.invoke(self.target(m.id()), |out| encode_into(out, &a), None, true)
+            .map(|_| ())
     }
 
     /// Removes the object on its rank and drops it there, one-sided. Later

@@ -6,9 +6,8 @@
 use crate::codec::{encode_into, Bulk};
 use crate::error::CallError;
 use crate::function::{BulkFn, RemoteFn};
-use crate::header::Kind;
 use crate::pending::Pending;
-use crate::shared::Shared;
+use crate::shared::{Shared, Target};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::sync::Arc;
@@ -45,11 +44,7 @@ impl Place {
     /// A panic there comes back as [`CallError::Panicked`]; the job lives on.
     pub fn call<A: Serialize, R: DeserializeOwned>(&self, f: &RemoteFn<A, R>, a: A) -> Pending<R> {
         self.shared.call(
-            self.rank,
-            self.core,
-            Kind::Call,
-            f.id(),
-            0,
+            Target::call(self.rank, self.core, f.id()),
             |out| encode_into(out, &a),
             None,
         )
@@ -60,11 +55,7 @@ impl Place {
     pub fn spawn<A: Serialize, R>(&self, f: &RemoteFn<A, R>, a: A) -> Result<(), CallError> {
         self.shared
             .invoke(
-                self.rank,
-                self.core,
-                Kind::Call,
-                f.id(),
-                0,
+                Target::call(self.rank, self.core, f.id()),
                 |out| encode_into(out, &a),
                 None,
                 true,
@@ -82,11 +73,7 @@ impl Place {
         bulk: impl Into<Bulk>,
     ) -> Pending<R> {
         self.shared.call(
-            self.rank,
-            self.core,
-            Kind::Call,
-            f.id(),
-            0,
+            Target::call(self.rank, self.core, f.id()),
             |out| encode_into(out, &a),
             Some(bulk.into().0),
         )
@@ -97,11 +84,7 @@ impl Place {
     #[doc(hidden)]
     pub fn call_raw(&self, func: u32, args: &[u8]) -> Pending<()> {
         self.shared.call(
-            self.rank,
-            self.core,
-            Kind::Call,
-            Ok(func),
-            0,
+            Target::call(self.rank, self.core, Ok(func)),
             |out| {
                 out.extend_from_slice(args);
                 Ok(())

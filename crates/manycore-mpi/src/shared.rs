@@ -21,6 +21,28 @@ use std::time::Duration;
 /// Work for the engine thread with the world communicator (`World::with_mpi`).
 pub(crate) type MpiJob = Box<dyn FnOnce(&mpi::topology::SimpleCommunicator) + Send>;
 
+/// Where an invocation goes and what it runs there.
+pub(crate) struct Target {
+    pub(crate) rank: usize,
+    pub(crate) core: usize,
+    pub(crate) kind: Kind,
+    pub(crate) func: Result<u32, CallError>,
+    pub(crate) object: u64,
+}
+
+impl Target {
+    /// A registered function on (rank, core).
+    pub(crate) fn call(rank: usize, core: usize, func: Result<u32, CallError>) -> Self {
+        Target {
+            rank,
+            core,
+            kind: Kind::Call,
+            func,
+            object: 0,
+        }
+    }
+}
+
 /// A frame (and perhaps its bulk) on its way to another rank.
 pub(crate) struct Outgoing {
     pub(crate) to: usize,
@@ -146,17 +168,12 @@ impl Shared {
         Ok(())
     }
 
-    /// Sends an invocation (`Call` or `Method`): `encode` appends the
-    /// arguments after the header. Returns the reply's slot and sequence
-    /// number unless `one_way`.
-    #[allow(clippy::too_many_arguments)]
+    /// Sends an invocation to `to` (`Call` or `Method`): `encode` appends
+    /// the arguments after the header. Returns the reply's slot and
+    /// sequence number unless it is one-way.
     pub(crate) fn invoke(
         self: &Arc<Self>,
-        rank: usize,
-        core: usize,
-        kind: Kind,
-        func: Result<u32, CallError>,
-        object: u64,
+        to: Target,
         encode: impl FnOnce(&mut Vec<u8>) -> Result<(), crate::codec::CodecError>,
         bulk: Option<Vec<u8>>,
         one_way: bool,
@@ -164,12 +181,12 @@ impl Shared {
         if self.engine_gone.load(Ordering::Acquire) {
             return Err(CallError::Shutdown);
         }
-        self.check_place(rank, core)?;
-        let mut h = Header::new(kind);
-        h.core = core as u16;
-        h.func = func?;
+        self.check_place(to.rank, to.core)?;
+        let mut h = Header::new(to.kind);
+        h.core = to.core as u16;
+        h.func = to.func?;
         h.seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
-        h.object = object;
+        h.object = to.object;
         if bulk.is_some() {
             h.flags |= Header::BULK;
         }
@@ -188,23 +205,18 @@ impl Shared {
                 .insert(h.seq, slot.clone());
             Some((h.seq, slot))
         };
-        self.send(rank, frame, bulk);
+        self.send(to.rank, frame, bulk);
         Ok(slot)
     }
 
     /// [`invoke`](Self::invoke) for a caller that waits.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn call<R>(
         self: &Arc<Self>,
-        rank: usize,
-        core: usize,
-        kind: Kind,
-        func: Result<u32, CallError>,
-        object: u64,
+        to: Target,
         encode: impl FnOnce(&mut Vec<u8>) -> Result<(), crate::codec::CodecError>,
         bulk: Option<Vec<u8>>,
     ) -> Pending<R> {
-        match self.invoke(rank, core, kind, func, object, encode, bulk, false) {
+        match self.invoke(to, encode, bulk, false) {
             Ok(Some((seq, slot))) => Pending::new(slot, seq, Some(self.clone())),
             Ok(None) => Pending::failed(CallError::Consumed),
             Err(e) => Pending::failed(e),
