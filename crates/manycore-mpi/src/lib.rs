@@ -17,6 +17,24 @@
 //! stealing across cluster nodes of Leberecht, *The MuSE System: A Flexible
 //! Combination of On-Stack Execution and Work-Stealing*.
 //!
+//! # At a glance
+//!
+//! * [`remote_fn!`] declares a remote function and registers it; the
+//!   `static` it defines is the typed handle ([`RemoteFn`], [`BulkFn`],
+//!   [`MethodFn`], [`TaskFn`]).
+//! * `World::init()` starts the rank (runtime, engine, MPI, the registry
+//!   check); `world.place(rank, core)` is a `Place`; `place.call(&f, a)`
+//!   returns a `Pending<R>` (`wait`, `wait_timeout`, `.await`);
+//!   `place.spawn` is one-way; `place.call_bulk` sends [`Bulk`] bytes beside
+//!   the arguments.
+//! * `world.put(core, obj)` returns a `Remote<T>` that carries its rank;
+//!   `remote.call(&method, a)` runs a registered method on the object's core.
+//! * `world.all_reduce`, `reduce`, `broadcast` and the hierarchical
+//!   `all_reduce_cores` are collectives (every rank calls them, in order).
+//! * `world.run_join(&task, arg)` runs a distributed join; inside,
+//!   [`Ctx::join`] runs on the stack and lets idle ranks steal.
+//! * `world.finalize()` shuts the job down (collective).
+//!
 //! # Features
 //!
 //! Everything that talks to MPI is behind the `mpi` feature (off by
