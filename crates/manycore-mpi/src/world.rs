@@ -55,6 +55,14 @@ impl Builder {
     /// and checks, with every rank, that all run the same remote functions
     /// with the same number of cores. Collective.
     pub fn init(self) -> Result<World, Error> {
+        if self.cores > usize::from(u16::MAX) + 1 {
+            // A frame names its core in 16 bits.
+            return Err(Error::Runtime(manycore_rt::Error::InvalidConfig(format!(
+                "{} cores per rank; a frame can name {}",
+                self.cores,
+                usize::from(u16::MAX) + 1
+            ))));
+        }
         let rt = Runtime::builder()
             .cores(self.cores)
             .idle(self.idle)
