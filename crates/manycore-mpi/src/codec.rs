@@ -47,6 +47,14 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
         .map_err(|e| CodecError(e.to_string()))
 }
 
+/// Decodes a `T` from the front of `bytes` and advances `bytes` past it.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn decode_prefix<T: DeserializeOwned>(bytes: &mut &[u8]) -> Result<T, CodecError> {
+    options()
+        .deserialize_from(bytes)
+        .map_err(|e| CodecError(e.to_string()))
+}
+
 /// Bulk bytes for a function declared with a `Bulk` parameter (see
 /// [`remote_fn!`](crate::remote_fn)). They travel as a second MPI message
 /// straight from this vector's buffer and arrive in a vector of their own:

@@ -39,6 +39,7 @@ pub(crate) fn deliver(sh: &Arc<Shared>, from: usize, frame: Vec<u8>, bulk: Optio
         | Kind::TaskResult
         | Kind::JoinDone => sh.join.deliver(sh, from, h, frame),
         Kind::CollectiveUp | Kind::CollectiveDown => sh.coll.deliver(from, h, frame),
+        Kind::GroupMethod => crate::group::deliver(sh, from, h, frame),
         Kind::Shutdown => {
             sh.shutdowns.fetch_add(1, Ordering::AcqRel);
         }

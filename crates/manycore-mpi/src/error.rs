@@ -49,6 +49,8 @@ pub enum CallError {
     Consumed,
     /// The operation needs the object's own rank (`World::remove`).
     NotLocal,
+    /// A group operation on a group with no members.
+    EmptyGroup,
 }
 
 impl fmt::Display for CallError {
@@ -71,6 +73,7 @@ impl fmt::Display for CallError {
             CallError::Shutdown => f.write_str("the world is shutting down"),
             CallError::Consumed => f.write_str("the result was already taken"),
             CallError::NotLocal => f.write_str("the object lives on another rank"),
+            CallError::EmptyGroup => f.write_str("the group has no members"),
         }
     }
 }

@@ -10,7 +10,7 @@
 //! | 2-3   | core    | destination core on the receiving rank                    |
 //! | 4-7   | func    | function id (its index in the sorted registry)            |
 //! | 8-15  | seq     | the caller's sequence number, a ticket, or an epoch       |
-//! | 16-23 | object  | remote object (slot << 32 \| generation), or an epoch     |
+//! | 16-23 | object  | remote object (slot << 32 \| generation), an epoch, or the id of a group's combining function |
 //! | 24-31 | clock   | reserved for a Lamport clock (tracing); zero today        |
 
 /// What a frame is.
@@ -41,6 +41,9 @@ pub enum Kind {
     CollectiveDown = 11,
     /// This rank is shutting down (to every rank).
     Shutdown = 12,
+    /// Run a method on several objects of the receiving rank and reply
+    /// with their results combined (`RemoteGroup::reduce`).
+    GroupMethod = 13,
 }
 
 impl Kind {
@@ -59,6 +62,7 @@ impl Kind {
             10 => CollectiveUp,
             11 => CollectiveDown,
             12 => Shutdown,
+            13 => GroupMethod,
             _ => return None,
         })
     }

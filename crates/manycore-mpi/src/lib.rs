@@ -28,7 +28,9 @@
 //!   `place.spawn` is one-way; `place.call_bulk` sends [`Bulk`] bytes beside
 //!   the arguments.
 //! * `world.put(core, obj)` returns a `Remote<T>` that carries its rank;
-//!   `remote.call(&method, a)` runs a registered method on the object's core.
+//!   `remote.call(&method, a)` runs a registered method on the object's core;
+//!   a `RemoteGroup` of such pointers, on any ranks, is invoked together
+//!   (`spawn`, and a `reduce` combined within each rank, then across ranks).
 //! * `world.all_reduce`, `reduce`, `broadcast` and the hierarchical
 //!   `all_reduce_cores` are collectives (every rank calls them, in order).
 //! * `world.run_join(&task, arg)` runs a distributed join; inside,
@@ -104,6 +106,8 @@ mod dispatch;
 mod engine;
 mod error;
 mod function;
+#[cfg(feature = "mpi")]
+mod group;
 mod header;
 mod join;
 mod knary;
@@ -135,6 +139,8 @@ pub use join::Ctx;
 pub use knary::{knary, Knary};
 pub use registry::Registry;
 
+#[cfg(feature = "mpi")]
+pub use group::{GroupReduce, RemoteGroup};
 /// The `mpi` crate (rsmpi) this crate is built on, for
 /// [`World::with_mpi`].
 #[cfg(feature = "mpi")]

@@ -115,7 +115,7 @@ impl ObjectTable {
 pub struct Remote<T> {
     rank: u32,
     core: u32,
-    object: u64,
+    pub(crate) object: u64,
     #[serde(skip)]
     _t: PhantomData<fn() -> T>,
 }
@@ -148,7 +148,7 @@ impl<T> std::fmt::Debug for Remote<T> {
 }
 
 impl<T> Remote<T> {
-    fn target(&self, func: Result<u32, CallError>) -> Target {
+    pub(crate) fn target(&self, func: Result<u32, CallError>) -> Target {
         Target {
             rank: self.rank as usize,
             core: self.core as usize,

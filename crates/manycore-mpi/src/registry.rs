@@ -12,7 +12,10 @@ use std::any::Any;
 use std::sync::OnceLock;
 
 /// What a stub returns: `Ok` once the result is appended to the output.
-type StubResult = Result<(), CallError>;
+pub(crate) type StubResult = Result<(), CallError>;
+
+/// The stub of a method (see [`Handler::Method`]).
+pub(crate) type MethodStub = fn(&mut dyn Any, &[u8], &mut Vec<u8>) -> StubResult;
 
 /// The type-erased entry point of a registered function (its *stub*):
 /// decodes the arguments, runs the body, appends the encoded result to the
@@ -25,7 +28,7 @@ pub enum Handler {
     /// `fn(A, Bulk) -> R`.
     Bulk(fn(&[u8], Vec<u8>, &mut Vec<u8>) -> StubResult),
     /// `fn(&mut T, A) -> R`.
-    Method(fn(&mut dyn Any, &[u8], &mut Vec<u8>) -> StubResult),
+    Method(MethodStub),
     /// `fn(Ctx, A) -> R`.
     Task(for<'a> fn(Ctx<'a>, &[u8], &mut Vec<u8>) -> StubResult),
 }

@@ -5,7 +5,7 @@
 //! collective); every wait is bounded. Rank 0 prints the verdict agreed by
 //! all ranks.
 
-use manycore_mpi::{knary, remote_fn, CallError, Ctx, Error, Knary, Remote, World};
+use manycore_mpi::{knary, remote_fn, CallError, Ctx, Error, Knary, Remote, RemoteGroup, World};
 use serde::{Deserialize, Serialize};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::Duration;
@@ -72,6 +72,26 @@ remote_fn! {
         let w = World::current().expect("a world");
         w.put(w.cores() - 1, Counter { total: start, adds: 0 }).expect("put")
     }
+}
+
+remote_fn! {
+    fn total(c: &mut Counter, _u: ()) -> u64 { c.total }
+}
+
+remote_fn! {
+    fn label(c: &mut Counter, _u: ()) -> String { format!("{}.", c.total) }
+}
+
+remote_fn! {
+    fn explode(_c: &mut Counter, _u: ()) -> u64 { panic!("group member") }
+}
+
+remote_fn! {
+    fn sum_pair(p: (u64, u64)) -> u64 { p.0 + p.1 }
+}
+
+remote_fn! {
+    fn concat(p: (String, String)) -> String { p.0 + &p.1 }
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -280,6 +300,82 @@ fn objects(w: &World) -> Result<(), String> {
     )
 }
 
+fn groups(w: &World) -> Result<(), String> {
+    let e = |e: Error| e.to_string();
+    let c = |e: CallError| e.to_string();
+    let (rank, cores) = (w.rank(), w.cores());
+    let mine = (0..cores)
+        .map(|core| {
+            w.put(
+                core,
+                Counter {
+                    total: (rank * 10 + core) as u64,
+                    adds: 0,
+                },
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(c)?;
+    // Every rank's counters, rank by rank.
+    let all: Vec<Remote<Counter>> = w
+        .all_reduce(mine.clone(), |mut a, b| {
+            a.extend(b);
+            a
+        })
+        .map_err(e)?;
+    let g = RemoteGroup::new(all);
+    ensure(g.len() == w.size() * cores, format!("members: {}", g.len()))?;
+    let want: u64 = (0..w.size())
+        .flat_map(|r| (0..cores).map(move |k| (r * 10 + k) as u64))
+        .sum();
+    let r = g.reduce(&total, (), &sum_pair).wait_timeout(T);
+    ensure(r == Ok(want), format!("group sum: {r:?}, want {want}"))?;
+    // Member order, rank by rank: combine need not commute.
+    let labels: String = (0..w.size())
+        .flat_map(|r| (0..cores).map(move |k| format!("{}.", r * 10 + k)))
+        .collect();
+    let r = g.reduce(&label, (), &concat).wait_timeout(T);
+    ensure(r.as_ref() == Ok(&labels), format!("group order: {r:?}"))?;
+    let r = g.reduce(&explode, (), &sum_pair).wait_timeout(T);
+    ensure(
+        r == Err(CallError::Panicked("group member".into())),
+        format!("a panicking member: {r:?}"),
+    )?;
+    w.all_reduce(0u8, |a, _| a).map_err(e)?;
+    if rank == 0 {
+        // ateach, then a reduction from the same thread: sees every add.
+        g.spawn(&add, 1).map_err(c)?;
+        let r = g.reduce(&total, (), &sum_pair).wait_timeout(T);
+        let n = g.len() as u64;
+        ensure(r == Ok(want + n), format!("after ateach: {r:?}"))?;
+    }
+    w.all_reduce(0u8, |a, _| a).map_err(e)?;
+    // A removed member fails the reduction; the others are unharmed.
+    let gone = w.put(0, Counter::default()).map_err(c)?;
+    w.remove(&gone).map_err(c)?;
+    let mut with_gone = mine.clone();
+    with_gone.push(gone);
+    let r = RemoteGroup::new(with_gone)
+        .reduce(&total, (), &sum_pair)
+        .wait_timeout(T);
+    ensure(
+        r == Err(CallError::StaleObject),
+        format!("a removed member: {r:?}"),
+    )?;
+    let r = RemoteGroup::<Counter>::new(vec![])
+        .reduce(&total, (), &sum_pair)
+        .wait_timeout(T);
+    ensure(
+        r == Err(CallError::EmptyGroup),
+        format!("no members: {r:?}"),
+    )?;
+    w.all_reduce(0u8, |a, _| a).map_err(e)?;
+    for m in &mine {
+        w.remove(m).map_err(c)?;
+    }
+    Ok(())
+}
+
 fn collectives(w: &World) -> Result<(), String> {
     let e = |e: Error| e.to_string();
     let (r, n) = (w.rank() as u64, w.size() as u64);
@@ -352,11 +448,12 @@ fn main() {
         .timeout(Duration::from_secs(60))
         .init()
         .expect("World::init");
-    let cases: [Case; 6] = [
+    let cases: [Case; 7] = [
         ("calls", calls),
         ("bulk", bulk),
         ("faults", faults),
         ("objects", objects),
+        ("groups", groups),
         ("collectives", collectives),
         ("distributed_join", distributed_join),
     ];

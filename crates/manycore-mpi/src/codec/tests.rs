@@ -51,3 +51,21 @@ fn call_errors_travel() {
         assert_eq!(decode::<crate::CallError>(&encode(&e).unwrap()).unwrap(), e);
     }
 }
+
+#[test]
+fn a_prefix_leaves_the_rest() {
+    let mut buf = encode(&vec![1u64, 2, 3]).unwrap();
+    encode_into(&mut buf, &(7u8, String::from("x"))).unwrap();
+    let mut rest = &buf[..];
+    assert_eq!(decode_prefix::<Vec<u64>>(&mut rest).unwrap(), vec![1, 2, 3]);
+    assert_eq!(decode::<(u8, String)>(rest).unwrap(), (7, "x".to_string()));
+}
+
+#[test]
+fn a_pair_encodes_as_its_halves_one_after_the_other() {
+    // What RemoteGroup relies on to combine encoded results.
+    let (a, b) = (300u64, String::from("ab"));
+    let mut halves = encode(&a).unwrap();
+    halves.extend(encode(&b).unwrap());
+    assert_eq!(encode(&(a, b)).unwrap(), halves);
+}

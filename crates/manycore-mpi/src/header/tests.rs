@@ -25,7 +25,7 @@ fn every_kind_round_trips() {
         }
     }
     assert_eq!(Kind::from_u8(0), None);
-    assert_eq!(Kind::from_u8(13), None);
+    assert_eq!(Kind::from_u8(14), None);
 }
 
 #[test]
