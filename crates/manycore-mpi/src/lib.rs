@@ -37,6 +37,20 @@
 //!   [`Ctx::join`] runs on the stack and lets idle ranks steal.
 //! * `world.finalize()` shuts the job down (collective).
 //!
+//! # Faults
+//!
+//! Survivable, reported to the caller as a [`CallError`] while every rank
+//! lives on: a remote function, method or stolen task that panics; an
+//! unknown function id, a function of the wrong kind or arguments that do
+//! not decode (refused by the receiving rank); a place that does not exist;
+//! a removed object; a caller's timeout. Ranks running different programs
+//! are refused at `World::init` with [`Error::RegistryMismatch`].
+//!
+//! Fatal, the job is aborted: an error inside MPI (its default error
+//! handler aborts), a rank that dies, a panic on the progress engine, and a
+//! panic that unwinds out of the thread owning the `World` (a collective
+//! shutdown could not finish without the other ranks).
+//!
 //! # Features
 //!
 //! Everything that talks to MPI is behind the `mpi` feature (off by

@@ -1,4 +1,5 @@
 use super::*;
+use proptest::prelude::*;
 
 #[test]
 fn round_trips_every_field() {
@@ -34,4 +35,27 @@ fn short_or_foreign_frames_are_refused() {
     let mut f = Header::new(Kind::Call).frame(0);
     f[0] = 200;
     assert_eq!(Header::parse(&f), None);
+}
+
+proptest! {
+    #[test]
+    fn any_header_round_trips(
+        kind in 1u8..=13,
+        flags in any::<u8>(),
+        core in any::<u16>(),
+        func in any::<u32>(),
+        seq in any::<u64>(),
+        object in any::<u64>(),
+        clock in any::<u64>(),
+        tail in proptest::collection::vec(any::<u8>(), 0..40),
+    ) {
+        let h = Header { kind: Kind::from_u8(kind).unwrap(), flags, core, func, seq, object, clock };
+        let mut f = h.frame(tail.len());
+        f.extend_from_slice(&tail);
+        prop_assert_eq!(Header::parse(&f), Some(h));
+        let mut g = f.clone();
+        Header::set_func(&mut g, func ^ 1);
+        prop_assert_eq!(Header::parse(&g).map(|x| x.func), Some(func ^ 1));
+        prop_assert_eq!(&g[Header::LEN..], &tail[..]);
+    }
 }
