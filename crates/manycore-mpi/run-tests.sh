@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The MPI tests of manycore-mpi: installs Open MPI and libclang when they
+# are missing (as root, with apt-get), builds the tests with the `mpi`
+# feature, and runs them on 2 and 4 ranks, and the registry-mismatch pair
+# as one job of two programs. Every run is bounded in time; any failure
+# stops the script with a message and a non-zero status.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+say() { echo "== manycore-mpi: $*"; }
+die() { echo "manycore-mpi run-tests: FAILED: $*" >&2; exit 1; }
+
+# What a clean machine may lack: mpirun, the MPI headers (libopenmpi-dev)
+# and libclang (bindgen, which the mpi crate's build runs).
+have_mpi() {
+    command -v mpirun >/dev/null 2>&1 &&
+        dpkg -s libopenmpi-dev >/dev/null 2>&1 &&
+        dpkg -s libclang-dev >/dev/null 2>&1
+}
+if ! have_mpi; then
+    [ "$(id -u)" = 0 ] || die "Open MPI or libclang is missing and this is not root: install libopenmpi-dev openmpi-bin libclang-dev"
+    command -v apt-get >/dev/null 2>&1 || die "Open MPI is missing and there is no apt-get"
+    say "installing libopenmpi-dev openmpi-bin libclang-dev"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq || die "apt-get update"
+    apt-get install -y -qq --no-install-recommends libopenmpi-dev openmpi-bin libclang-dev >/dev/null ||
+        die "apt-get install"
+    have_mpi || die "Open MPI still missing after the install"
+fi
+
+say "unit tests with the feature on"
+timeout 900 cargo test -q -p manycore-mpi --features mpi --lib || die "unit tests"
+
+say "building the MPI tests"
+build_log=$(mktemp)
+trap 'rm -f "$build_log"' EXIT
+timeout 900 cargo test -p manycore-mpi --features mpi --no-run >"$build_log" 2>&1 ||
+    { cat "$build_log" >&2; die "build"; }
+exe() { sed -n "s|.*Executable $1 (\(.*\))|\1|p" "$build_log" | tail -n 1; }
+main_test=$(exe tests/mpi.rs)
+mismatch_a=$(exe tests/mismatch/a.rs)
+mismatch_b=$(exe tests/mismatch/b.rs)
+[ -x "$main_test" ] && [ -x "$mismatch_a" ] && [ -x "$mismatch_b" ] ||
+    { cat "$build_log" >&2; die "test executables not found in cargo's output"; }
+
+MPIRUN=(timeout --kill-after=10 180 mpirun --allow-run-as-root --oversubscribe)
+for n in 2 4; do
+    say "tests/mpi.rs on $n ranks"
+    "${MPIRUN[@]}" -n "$n" "$main_test" || die "tests/mpi.rs on $n ranks (status $?)"
+done
+
+say "registry mismatch: programs a and b as one job must refuse to start"
+"${MPIRUN[@]}" -n 1 "$mismatch_a" --expect-mismatch : -n 1 "$mismatch_b" --expect-mismatch ||
+    die "registry mismatch (status $?)"
+
+say "all MPI tests passed"

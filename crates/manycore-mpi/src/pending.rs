@@ -1,0 +1,227 @@
+//! `Pending<T>`: the caller's end of a remote call, like manycore-rt's
+//! `Invocation<T>`: a `std::future::Future`, and also waitable, with or
+//! without a timeout. On a core of the local runtime, `wait` keeps the core
+//! serving its own messages (so a call that comes back to this core while
+//! it waits still runs); on any other thread it parks.
+
+use crate::codec::decode;
+use crate::error::CallError;
+use crate::header::Header;
+use crate::shared::Shared;
+use serde::de::DeserializeOwned;
+use std::future::Future;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+/// A waiter yields its CPU in a loop this long before it sleeps: a reply
+/// from another rank takes tens of microseconds, and a futex sleep and
+/// wakeup costs as much again; yielding rather than spinning lets the
+/// threads that produce the reply (engines, cores) run on a machine with
+/// fewer CPUs than threads.
+const SPIN: Duration = Duration::from_micros(100);
+
+/// The longest a waiting thread sleeps between two looks at its slot: a
+/// bound, in case a wakeup is lost to a race with registration, not a
+/// timing the protocol relies on.
+const MAX_PARK: Duration = Duration::from_millis(5);
+
+#[derive(Default)]
+struct SlotState {
+    /// The reply frame (header included) or the failure.
+    value: Option<Result<Vec<u8>, CallError>>,
+    waker: Option<Waker>,
+    taken: bool,
+}
+
+/// Where a reply lands: written once by whoever delivers it, read once.
+#[derive(Default)]
+pub(crate) struct Oneshot(Mutex<SlotState>);
+
+impl Oneshot {
+    pub(crate) fn complete(&self, r: Result<Vec<u8>, CallError>) {
+        let waker = {
+            let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            if s.value.is_some() || s.taken {
+                return;
+            }
+            s.value = Some(r);
+            s.waker.take()
+        };
+        if let Some(w) = waker {
+            w.wake();
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        let s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        s.value.is_some() || s.taken
+    }
+
+    /// Registers `w` to be woken on completion; true if already complete.
+    fn register(&self, w: &Waker) -> bool {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if s.value.is_some() || s.taken {
+            return true;
+        }
+        match &s.waker {
+            Some(old) if old.will_wake(w) => {}
+            _ => s.waker = Some(w.clone()),
+        }
+        false
+    }
+
+    fn take(&self) -> Option<Result<Vec<u8>, CallError>> {
+        let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let v = s.value.take();
+        if v.is_some() {
+            s.taken = true;
+        }
+        v
+    }
+}
+
+struct ThreadWake(std::thread::Thread);
+
+impl Wake for ThreadWake {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+struct CoreWake(manycore_rt::Core);
+
+impl Wake for CoreWake {
+    fn wake(self: Arc<Self>) {
+        self.0.notify();
+    }
+}
+
+/// The pending result of a remote call: `.wait()`, `.wait_timeout(d)`, or
+/// `.await`. Dropping it does not cancel the call; its reply is dropped.
+#[must_use = "a Pending does nothing unless waited on or awaited (the call runs anyway)"]
+pub struct Pending<T> {
+    slot: Arc<Oneshot>,
+    seq: u64,
+    shared: Option<Arc<Shared>>,
+    _t: PhantomData<fn() -> T>,
+}
+
+impl<T> std::fmt::Debug for Pending<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending")
+            .field("seq", &self.seq)
+            .field("finished", &self.slot.is_done())
+            .finish()
+    }
+}
+
+impl<T> Drop for Pending<T> {
+    fn drop(&mut self) {
+        if let Some(s) = &self.shared {
+            if !self.slot.is_done() {
+                s.forget(self.seq);
+            }
+        }
+    }
+}
+
+impl<T> Pending<T> {
+    pub(crate) fn new(slot: Arc<Oneshot>, seq: u64, shared: Option<Arc<Shared>>) -> Self {
+        Pending {
+            slot,
+            seq,
+            shared,
+            _t: PhantomData,
+        }
+    }
+
+    /// A call that failed before it was sent.
+    pub(crate) fn failed(e: CallError) -> Self {
+        let slot = Arc::new(Oneshot::default());
+        slot.complete(Err(e));
+        Self::new(slot, 0, None)
+    }
+
+    /// True once the reply (or the failure) is in.
+    pub fn is_finished(&self) -> bool {
+        self.slot.is_done()
+    }
+}
+
+impl<T: DeserializeOwned> Pending<T> {
+    /// Blocks until the reply is in. See the module docs for what a core
+    /// does meanwhile.
+    pub fn wait(self) -> Result<T, CallError> {
+        self.wait_until(None)
+    }
+
+    /// Like [`wait`](Self::wait), but gives up after `timeout` with
+    /// [`CallError::Timeout`]; the late reply is then dropped.
+    pub fn wait_timeout(self, timeout: Duration) -> Result<T, CallError> {
+        self.wait_until(Instant::now().checked_add(timeout))
+    }
+
+    fn wait_until(self, deadline: Option<Instant>) -> Result<T, CallError> {
+        let on_core = manycore_rt::current();
+        let waker = match &on_core {
+            Some(core) => Waker::from(Arc::new(CoreWake(core.clone()))),
+            None => Waker::from(Arc::new(ThreadWake(std::thread::current()))),
+        };
+        let spin_until = Instant::now() + SPIN;
+        loop {
+            if self.slot.is_done() {
+                return self.finish();
+            }
+            if Instant::now() < spin_until && deadline.is_none_or(|d| Instant::now() < d) {
+                if on_core.is_none() || manycore_rt::poll_once() == 0 {
+                    std::thread::yield_now();
+                }
+                continue;
+            }
+            let park = match deadline {
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return if self.slot.is_done() {
+                            self.finish()
+                        } else {
+                            Err(CallError::Timeout)
+                        };
+                    }
+                    (d - now).min(MAX_PARK)
+                }
+                None => MAX_PARK,
+            };
+            if on_core.is_some() {
+                if manycore_rt::poll_once() == 0 && !self.slot.register(&waker) {
+                    manycore_rt::park_current(park);
+                }
+            } else if !self.slot.register(&waker) {
+                std::thread::park_timeout(park);
+            }
+        }
+    }
+
+    fn finish(&self) -> Result<T, CallError> {
+        match self.slot.take() {
+            None => Err(CallError::Consumed),
+            Some(Err(e)) => Err(e),
+            Some(Ok(frame)) => Ok(decode(&frame[Header::LEN.min(frame.len())..])?),
+        }
+    }
+}
+
+impl<T: DeserializeOwned> Future for Pending<T> {
+    type Output = Result<T, CallError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if self.slot.register(cx.waker()) {
+            Poll::Ready(self.finish())
+        } else {
+            Poll::Pending
+        }
+    }
+}

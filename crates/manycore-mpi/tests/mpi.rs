@@ -1,0 +1,504 @@
+//! The MPI tests: one program, run on every rank by `run-tests.sh` under
+//! `mpirun -n 2` and `-n 4` (and alone, as a one-rank world, by `cargo test
+//! --features mpi`). MPI is initialized once per process, so the cases run
+//! in sequence in one world, in the same order on every rank (several are
+//! collective); every wait is bounded. Rank 0 prints the verdict agreed by
+//! all ranks.
+
+use manycore_mpi::{knary, remote_fn, CallError, Ctx, Error, Knary, Remote, RemoteGroup, World};
+use serde::{Deserialize, Serialize};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Duration;
+
+/// The bound of every wait in these tests.
+const T: Duration = Duration::from_secs(30);
+
+remote_fn! {
+    fn square(x: u64) -> u64 { x * x }
+}
+
+remote_fn! {
+    /// Where it ran: (rank, core).
+    fn whereami(_u: ()) -> (usize, usize) {
+        let w = World::current().expect("a world");
+        (w.rank(), manycore_rt::current().expect("on a core").index())
+    }
+}
+
+remote_fn! {
+    fn fails(msg: String) -> u64 { panic!("{msg}") }
+}
+
+remote_fn! {
+    /// Calls `square(x)` on core 0 of rank `to` from the core it runs on,
+    /// and waits there (the core keeps serving meanwhile).
+    fn relay(to_x: (usize, u64)) -> u64 {
+        let w = World::current().expect("a world");
+        w.place(to_x.0, 0).call(&square, to_x.1).wait_timeout(T).expect("relayed") + 1
+    }
+}
+
+remote_fn! {
+    /// The length and a checksum of the bulk bytes, and the pointer-free
+    /// evidence that they arrived whole.
+    fn digest(seed: u64, data: Bulk) -> (usize, u64) {
+        let sum = data.0.iter().fold(seed, |a, &b| a.wrapping_mul(31).wrapping_add(u64::from(b)));
+        (data.0.len(), sum)
+    }
+}
+
+/// A remote object.
+#[derive(Debug, Default, PartialEq)]
+struct Counter {
+    total: u64,
+    adds: u64,
+}
+
+remote_fn! {
+    fn add(c: &mut Counter, by: u64) -> u64 {
+        c.total += by;
+        c.adds += 1;
+        c.total
+    }
+}
+
+remote_fn! {
+    fn read(c: &mut Counter, _u: ()) -> (u64, u64) { (c.total, c.adds) }
+}
+
+remote_fn! {
+    /// Makes a counter on the rank it runs on and returns the pointer.
+    fn make_counter(start: u64) -> Remote<Counter> {
+        let w = World::current().expect("a world");
+        w.put(w.cores() - 1, Counter { total: start, adds: 0 }).expect("put")
+    }
+}
+
+remote_fn! {
+    fn total(c: &mut Counter, _u: ()) -> u64 { c.total }
+}
+
+remote_fn! {
+    fn label(c: &mut Counter, _u: ()) -> String { format!("{}.", c.total) }
+}
+
+remote_fn! {
+    fn explode(_c: &mut Counter, _u: ()) -> u64 { panic!("group member") }
+}
+
+remote_fn! {
+    fn sum_pair(p: (u64, u64)) -> u64 { p.0 + p.1 }
+}
+
+remote_fn! {
+    fn concat(p: (String, String)) -> String { p.0 + &p.1 }
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+struct Boom {
+    depth: u32,
+    at: u32,
+}
+
+remote_fn! {
+    /// A tree of joins with one panicking leaf.
+    fn boom_tree(cx: Ctx, b: Boom) -> u64 {
+        if b.depth == 0 {
+            if b.at == 0 { panic!("leaf says no") }
+            return 1;
+        }
+        let l = Boom { depth: b.depth - 1, at: b.at };
+        let r = Boom { depth: b.depth - 1, at: b.at.wrapping_sub(1 << (b.depth - 1)) };
+        let (x, y) = cx.join(|cx| boom_tree.run(cx, l), &boom_tree, r);
+        x + y
+    }
+}
+
+fn ensure(ok: bool, what: impl Into<String>) -> Result<(), String> {
+    if ok {
+        Ok(())
+    } else {
+        Err(what.into())
+    }
+}
+
+fn calls(w: &World) -> Result<(), String> {
+    for rank in 0..w.size() {
+        for core in 0..w.cores() {
+            let p = w.place(rank, core);
+            let x = (w.rank() * 100 + rank * 10 + core) as u64;
+            let r = p
+                .call(&square, x)
+                .wait_timeout(T)
+                .map_err(|e| e.to_string())?;
+            ensure(r == x * x, format!("square({x}) on {p:?} = {r}"))?;
+            let at = p
+                .call(&whereami, ())
+                .wait_timeout(T)
+                .map_err(|e| e.to_string())?;
+            ensure(at == (rank, core), format!("{p:?} ran at {at:?}"))?;
+        }
+    }
+    // Many calls in flight at once, then waited in reverse.
+    let next = (w.rank() + 1) % w.size();
+    let ps: Vec<_> = (0..200u64)
+        .map(|i| w.place(next, i as usize % w.cores()).call(&square, i))
+        .collect();
+    for (i, p) in ps.into_iter().enumerate().rev() {
+        let r = p.wait_timeout(T).map_err(|e| e.to_string())?;
+        ensure(r == (i * i) as u64, format!("in flight: square({i}) = {r}"))?;
+    }
+    // One-way: nobody waits, nothing comes back.
+    w.place(next, 0)
+        .spawn(&square, 3)
+        .map_err(|e| e.to_string())?;
+    // A core that calls another rank and waits for it.
+    let prev = (w.rank() + w.size() - 1) % w.size();
+    let r = w.place(next, 0).call(&relay, (prev, 7)).wait_timeout(T);
+    ensure(r == Ok(50), format!("relay: {r:?}"))?;
+    // Re-entrant: our core 0 waits for the next rank's relay, which calls
+    // back into our core 0; the waiting core serves that call meanwhile.
+    let me = w.rank();
+    let back = w.place(next, 0);
+    let r = w
+        .runtime()
+        .core(0)
+        .call(move || back.call(&relay, (me, 6)).wait_timeout(T))
+        .wait_timeout(T)
+        .map_err(|e| e.to_string())?;
+    ensure(r == Ok(37), format!("re-entrant relay: {r:?}"))?;
+    // Awaited as a future on a local core.
+    let p = w.place(next, 0);
+    let r = w
+        .runtime()
+        .core(0)
+        .spawn_async(async move { p.call(&square, 9).await })
+        .wait_timeout(T)
+        .map_err(|e| e.to_string())?;
+    ensure(r == Ok(81), format!("awaited: {r:?}"))
+}
+
+fn bulk(w: &World) -> Result<(), String> {
+    let next = (w.rank() + 1) % w.size();
+    for len in [0usize, 1, 4096, 3 << 20] {
+        let data: Vec<u8> = (0..len).map(|i| (i * 7 + w.rank()) as u8).collect();
+        let want = data
+            .iter()
+            .fold(5u64, |a, &b| a.wrapping_mul(31).wrapping_add(u64::from(b)));
+        let r = w
+            .place(next, 0)
+            .call_bulk(&digest, 5, data)
+            .wait_timeout(T)
+            .map_err(|e| e.to_string())?;
+        ensure(r == (len, want), format!("bulk of {len}: {r:?}"))?;
+    }
+    Ok(())
+}
+
+fn faults(w: &World) -> Result<(), String> {
+    let next = (w.rank() + 1) % w.size();
+    let p = w.place(next, 0);
+    let r = p.call(&fails, "on purpose".to_string()).wait_timeout(T);
+    ensure(
+        r == Err(CallError::Panicked("on purpose".into())),
+        format!("a panic there: {r:?}"),
+    )?;
+    // The rank and its core live on.
+    ensure(
+        p.call(&square, 4).wait_timeout(T) == Ok(16),
+        "alive after a panic",
+    )?;
+    let r = p.call_raw(u32::MAX - 1, &[]).wait_timeout(T);
+    ensure(
+        r == Err(CallError::UnknownFunction(u32::MAX - 1)),
+        format!("an unknown id: {r:?}"),
+    )?;
+    // A method sent as a function is refused there by kind.
+    let r = p
+        .call_raw(add.id().map_err(|e| e.to_string())?, &[])
+        .wait_timeout(T);
+    ensure(
+        matches!(r, Err(CallError::WrongKind(_))),
+        format!("wrong kind: {r:?}"),
+    )?;
+    // Garbage arguments: refused by the codec there.
+    let r = p
+        .call_raw(square.id().map_err(|e| e.to_string())?, &[0xff; 3])
+        .wait_timeout(T);
+    ensure(
+        matches!(r, Err(CallError::Codec(_))),
+        format!("bad args: {r:?}"),
+    )?;
+    let r = w.place(w.size(), 0).call(&square, 1).wait_timeout(T);
+    ensure(
+        matches!(r, Err(CallError::NoSuchRank { .. })),
+        format!("no rank: {r:?}"),
+    )?;
+    let r = w.place(0, w.cores()).call(&square, 1).wait_timeout(T);
+    ensure(
+        matches!(r, Err(CallError::NoSuchCore { .. })),
+        format!("no core: {r:?}"),
+    )?;
+    ensure(
+        p.call(&square, 5).wait_timeout(T) == Ok(25),
+        "alive at the end",
+    )
+}
+
+fn objects(w: &World) -> Result<(), String> {
+    let e = |e: Error| e.to_string();
+    // Rank 0's counter, known to everyone; everyone adds rank + 1.
+    let mine = w.put(0, Counter::default()).map_err(|e| e.to_string())?;
+    let c0: Remote<Counter> = w.broadcast(Some(mine)).map_err(e)?;
+    ensure(c0.rank() == 0, format!("broadcast pointer: {c0:?}"))?;
+    let r = c0.call(&add, w.rank() as u64 + 1).wait_timeout(T);
+    ensure(r.is_ok(), format!("add: {r:?}"))?;
+    w.all_reduce(0u8, |a, _| a).map_err(e)?; // a barrier: every add is done
+    let n = w.size() as u64;
+    let r = c0.call(&read, ()).wait_timeout(T);
+    ensure(
+        r == Ok((n * (n + 1) / 2, n)),
+        format!("counter total: {r:?}"),
+    )?;
+    w.all_reduce(0u8, |a, _| a).map_err(e)?;
+    if w.rank() == 0 {
+        let c = w.remove(&c0).map_err(|e| e.to_string())?;
+        ensure(c.adds == n, format!("removed: {c:?}"))?;
+    }
+    w.all_reduce(0u8, |a, _| a).map_err(e)?;
+    let r = c0.call(&read, ()).wait_timeout(T);
+    ensure(
+        r == Err(CallError::StaleObject),
+        format!("after remove: {r:?}"),
+    )?;
+    // An object made on the next rank by a remote function.
+    let next = (w.rank() + 1) % w.size();
+    let c: Remote<Counter> = w
+        .place(next, 0)
+        .call(&make_counter, 10)
+        .wait_timeout(T)
+        .map_err(|e| e.to_string())?;
+    ensure(
+        c.rank() == next && c.core() == w.cores() - 1,
+        format!("made: {c:?}"),
+    )?;
+    c.spawn(&add, 5).map_err(|e| e.to_string())?;
+    let r = c.call(&add, 1).wait_timeout(T);
+    ensure(
+        r == Ok(16),
+        format!("one-way then call on one object: {r:?}"),
+    )?;
+    ensure(
+        w.remove(&c) == Err(CallError::NotLocal) || next == w.rank(),
+        "remove of another rank's object",
+    )?;
+    c.free().map_err(|e| e.to_string())?;
+    let r = c.call(&read, ()).wait_timeout(T);
+    ensure(
+        r == Err(CallError::StaleObject),
+        format!("after free: {r:?}"),
+    )
+}
+
+fn groups(w: &World) -> Result<(), String> {
+    let e = |e: Error| e.to_string();
+    let c = |e: CallError| e.to_string();
+    let (rank, cores) = (w.rank(), w.cores());
+    let mine = (0..cores)
+        .map(|core| {
+            w.put(
+                core,
+                Counter {
+                    total: (rank * 10 + core) as u64,
+                    adds: 0,
+                },
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(c)?;
+    // Every rank's counters, rank by rank.
+    let all: Vec<Remote<Counter>> = w
+        .all_reduce(mine.clone(), |mut a, b| {
+            a.extend(b);
+            a
+        })
+        .map_err(e)?;
+    let g = RemoteGroup::new(all);
+    ensure(g.len() == w.size() * cores, format!("members: {}", g.len()))?;
+    let want: u64 = (0..w.size())
+        .flat_map(|r| (0..cores).map(move |k| (r * 10 + k) as u64))
+        .sum();
+    let r = g.reduce(&total, (), &sum_pair).wait_timeout(T);
+    ensure(r == Ok(want), format!("group sum: {r:?}, want {want}"))?;
+    // Member order, rank by rank: combine need not commute.
+    let labels: String = (0..w.size())
+        .flat_map(|r| (0..cores).map(move |k| format!("{}.", r * 10 + k)))
+        .collect();
+    let r = g.reduce(&label, (), &concat).wait_timeout(T);
+    ensure(r.as_ref() == Ok(&labels), format!("group order: {r:?}"))?;
+    let r = g.reduce(&explode, (), &sum_pair).wait_timeout(T);
+    ensure(
+        r == Err(CallError::Panicked("group member".into())),
+        format!("a panicking member: {r:?}"),
+    )?;
+    w.all_reduce(0u8, |a, _| a).map_err(e)?;
+    if rank == 0 {
+        // ateach, then a reduction from the same thread: sees every add.
+        g.spawn(&add, 1).map_err(c)?;
+        let r = g.reduce(&total, (), &sum_pair).wait_timeout(T);
+        let n = g.len() as u64;
+        ensure(r == Ok(want + n), format!("after ateach: {r:?}"))?;
+    }
+    w.all_reduce(0u8, |a, _| a).map_err(e)?;
+    // A removed member fails the reduction; the others are unharmed.
+    let gone = w.put(0, Counter::default()).map_err(c)?;
+    w.remove(&gone).map_err(c)?;
+    let mut with_gone = mine.clone();
+    with_gone.push(gone);
+    let r = RemoteGroup::new(with_gone)
+        .reduce(&total, (), &sum_pair)
+        .wait_timeout(T);
+    ensure(
+        r == Err(CallError::StaleObject),
+        format!("a removed member: {r:?}"),
+    )?;
+    let r = RemoteGroup::<Counter>::new(vec![])
+        .reduce(&total, (), &sum_pair)
+        .wait_timeout(T);
+    ensure(
+        r == Err(CallError::EmptyGroup),
+        format!("no members: {r:?}"),
+    )?;
+    w.all_reduce(0u8, |a, _| a).map_err(e)?;
+    for m in &mine {
+        w.remove(m).map_err(c)?;
+    }
+    Ok(())
+}
+
+fn collectives(w: &World) -> Result<(), String> {
+    let e = |e: Error| e.to_string();
+    let (r, n) = (w.rank() as u64, w.size() as u64);
+    let sum = w.all_reduce(r, |a, b| a + b).map_err(e)?;
+    ensure(sum == n * (n - 1) / 2, format!("all_reduce sum {sum}"))?;
+    // Not commutative: operands come in rank order.
+    let s = w.all_reduce(r.to_string(), |a, b| a + &b).map_err(e)?;
+    let want: String = (0..n).map(|i| i.to_string()).collect();
+    ensure(s == want, format!("rank order: {s}"))?;
+    let red = w
+        .reduce(vec![r], |mut a, b| {
+            a.extend(b);
+            a
+        })
+        .map_err(e)?;
+    ensure(
+        (w.rank() == 0) == red.is_some()
+            && red
+                .as_ref()
+                .is_none_or(|v| *v == (0..n).collect::<Vec<_>>()),
+        format!("reduce: {red:?}"),
+    )?;
+    let b = w
+        .broadcast((w.rank() == 0).then(|| "from zero".to_string()))
+        .map_err(e)?;
+    ensure(b == "from zero", format!("broadcast: {b}"))?;
+    let cores = w
+        .all_reduce_cores(|c| (c as u64 + 1, 1u64), |a, b| (a.0 + b.0, a.1 + b.1))
+        .map_err(e)?;
+    let k = w.cores() as u64;
+    ensure(
+        cores == (n * k * (k + 1) / 2, n * k),
+        format!("hierarchical: {cores:?}"),
+    )
+}
+
+fn distributed_join(w: &World) -> Result<(), String> {
+    let e = |e: Error| e.to_string();
+    for p in [
+        Knary::new(4, 6, 200),
+        Knary::new(3, 7, 50),
+        Knary::new(2, 1, 0),
+    ] {
+        let r = w.run_join(&knary, p).map_err(e)?;
+        ensure(
+            r == p.nodes(),
+            format!("knary {p:?} = {r}, want {}", p.nodes()),
+        )?;
+        ensure(r == knary.run(Ctx::sequential(), p), "same as sequential")?;
+    }
+    // A panicking leaf fails the join on every rank; the world lives on.
+    let r = w.run_join(&boom_tree, Boom { depth: 6, at: 45 });
+    ensure(
+        matches!(&r, Err(Error::Task(_))),
+        format!("a panicking leaf: {r:?}"),
+    )?;
+    let r = w
+        .run_join(&boom_tree, Boom { depth: 6, at: 1000 })
+        .map_err(e)?;
+    ensure(r == 64, format!("after the failure: {r}"))
+}
+
+type Case = (&'static str, fn(&World) -> Result<(), String>);
+
+fn main() {
+    // Several cases panic on purpose: one line each, no backtrace.
+    std::panic::set_hook(Box::new(|info| eprintln!("panic: {info}")));
+    let world = World::builder()
+        .cores(2)
+        .timeout(Duration::from_secs(60))
+        .init()
+        .expect("World::init");
+    let cases: [Case; 7] = [
+        ("calls", calls),
+        ("bulk", bulk),
+        ("faults", faults),
+        ("objects", objects),
+        ("groups", groups),
+        ("collectives", collectives),
+        ("distributed_join", distributed_join),
+    ];
+    let mut cases_failed = 0u64;
+    for (name, case) in cases {
+        let r = catch_unwind(AssertUnwindSafe(|| case(&world)))
+            .unwrap_or_else(|_| Err("panicked".into()));
+        // Every rank's verdict, so rank 0 reports them all.
+        let verdicts = world
+            .all_reduce(vec![r.clone().err()], |mut a, b| {
+                a.extend(b);
+                a
+            })
+            .expect("verdicts");
+        if let Err(m) = &r {
+            eprintln!("rank {}: {name}: {m}", world.rank());
+        }
+        if verdicts.iter().any(Option::is_some) {
+            cases_failed += 1;
+        }
+        if world.rank() == 0 {
+            let bad: Vec<_> = verdicts
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| v.as_ref().map(|m| format!("rank {i}: {m}")))
+                .collect();
+            if bad.is_empty() {
+                println!("test {name} ... ok ({} ranks)", world.size());
+            } else {
+                println!("test {name} ... FAILED: {}", bad.join("; "));
+            }
+        }
+    }
+    let size = world.size();
+    let rank = world.rank();
+    world.finalize().expect("finalize");
+    if rank == 0 {
+        println!("all {size} ranks finalized");
+        println!(
+            "{} passed, {} failed",
+            cases.len() as u64 - cases_failed,
+            cases_failed
+        );
+    }
+    if cases_failed > 0 {
+        std::process::exit(1);
+    }
+}
