@@ -83,6 +83,8 @@ mod instance;
 mod mode;
 mod outcome;
 mod pending;
+mod raw;
+mod reactor;
 mod registry;
 mod template;
 mod turnstile;
@@ -95,6 +97,7 @@ pub use graph::{Graph, GraphBuilder, NodeId};
 pub use instance::{AnySlot, Instance, Slot};
 pub use mode::{ContinuesTo, Kernel, KernelInterface, Mode, ModeKind, User};
 pub use outcome::Outcome;
+pub use reactor::{pipe, Backend, Device, IoError, IoResult, Issuer, Reactor, ReactorStats};
 pub use template::Template;
 
 /// Instances pending (created, not yet fired, or waiting at a gate's queue)
