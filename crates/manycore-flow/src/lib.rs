@@ -75,6 +75,8 @@
 mod claims;
 mod ctx;
 mod error;
+#[cfg(feature = "internals")]
+pub mod experiments;
 mod frame;
 mod gate;
 mod graph;

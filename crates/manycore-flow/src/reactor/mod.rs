@@ -3,8 +3,8 @@
 //! Operating System CEFOS*, whose completions are continuation signals.
 //!
 //! A [`Reactor`] is one thread that waits in the kernel for the devices
-//! registered with it ([`Reactor::register`]): through io_uring where the
-//! kernel allows it, epoll otherwise ([`Backend`]). A request
+//! registered with it ([`Reactor::register`]): through epoll (the measured
+//! default) or io_uring where the kernel allows it ([`Backend`]). A request
 //! ([`Device::read`], [`Device::write`]) names its receiver, the slot of an
 //! instance; when the device completes it, the reactor delivers the answer
 //! to that slot as a kernel-mode continuation signal: no wait queue, no
@@ -87,13 +87,19 @@ impl From<IoError> for io::Error {
 /// How the reactor waits for its devices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Backend {
-    /// io_uring if the kernel allows it (and supports the operations the
-    /// reactor uses), epoll otherwise. The default; the choice is the
-    /// measured one (`docs/notes/2026-11-25-flow-reactor.md`).
+    /// The measured default: epoll. Measured against io_uring on this
+    /// reactor's traffic (one request in flight per device and direction,
+    /// each made as it comes), epoll had the lower round trip and the
+    /// higher completion rate across several devices; io_uring's batching
+    /// has little to batch there (`docs/notes/2026-11-25-flow-reactor.md`).
     #[default]
     Auto,
-    /// io_uring: each request is a read or write submitted to the kernel,
-    /// whose completion names the request.
+    /// io_uring where the kernel allows it, epoll otherwise: if the ring
+    /// cannot be opened (io_uring disabled, `EPERM`; absent, `ENOSYS`; or
+    /// too old for the operations the reactor uses), the reactor falls back
+    /// to epoll by itself. [`Reactor::backend`] tells which one runs. Each
+    /// request is a read or write submitted to the kernel, whose completion
+    /// names the request.
     IoUring,
     /// epoll: the device's fd is watched (edge-triggered) and the reactor
     /// reads or writes when it is ready.
@@ -240,17 +246,16 @@ pub(crate) enum Engine {
     Epoll(crate::raw::epoll::Epoll),
 }
 
-/// Opens the engine for `backend`: `Auto` tries io_uring (`uring`) and
-/// falls back to epoll (`epoll`) on any error.
+/// Opens the engine for `backend`: `IoUring` tries io_uring (`uring`) and
+/// falls back to epoll (`epoll`) on any error; `Auto` is epoll.
 pub(crate) fn open_engine(
     backend: Backend,
     uring: impl FnOnce() -> io::Result<crate::raw::uring::Ring>,
     epoll: impl FnOnce() -> io::Result<crate::raw::epoll::Epoll>,
 ) -> io::Result<Engine> {
     match backend {
-        Backend::IoUring => uring().map(|r| Engine::Uring(Box::new(r))),
-        Backend::Epoll => epoll().map(Engine::Epoll),
-        Backend::Auto => match uring() {
+        Backend::Auto | Backend::Epoll => epoll().map(Engine::Epoll),
+        Backend::IoUring => match uring() {
             Ok(r) => Ok(Engine::Uring(Box::new(r))),
             Err(_) => epoll().map(Engine::Epoll),
         },
@@ -268,9 +273,9 @@ impl Reactor {
         Self::with_backend(Backend::Auto)
     }
 
-    /// A reactor with `backend`. Fails if that backend cannot be opened
-    /// (io_uring disabled or too old for [`Backend::IoUring`]), or the
-    /// thread cannot be started.
+    /// A reactor with `backend` ([`Backend::IoUring`] falls back to epoll
+    /// where the kernel refuses io_uring). Fails if epoll cannot be opened
+    /// either, or the thread cannot be started.
     pub fn with_backend(backend: Backend) -> io::Result<Self> {
         Self::start(backend, uring::open)
     }
@@ -331,7 +336,7 @@ impl Reactor {
         }
     }
 
-    /// The backend in use ([`Backend::IoUring`] or [`Backend::Epoll`]).
+    /// The backend that runs ([`Backend::IoUring`] or [`Backend::Epoll`]).
     pub fn backend(&self) -> Backend {
         self.owner.backend
     }

@@ -113,7 +113,16 @@ impl Counters {
 /// (the slot was filled by someone else, the receiver has fired, its
 /// runtime shut down) is counted; the answer is dropped.
 pub(crate) fn answer(req: Req, answer: Answer, counters: &Counters) {
-    let failed = matches!(answer, Answer::Failed(_));
+    // Counted before the signal, so that whoever the signal reaches sees
+    // the count (the signal's message orders it).
+    add(
+        if matches!(answer, Answer::Failed(_)) {
+            &counters.failed
+        } else {
+            &counters.completed
+        },
+        1,
+    );
     let delivered = match (req, answer) {
         (Req::Read { to, .. }, Answer::Read(buf)) => signal(&to, Ok(buf)),
         (Req::Read { to, .. }, Answer::Failed(e)) => signal(&to, Err(e)),
@@ -124,14 +133,6 @@ pub(crate) fn answer(req: Req, answer: Answer, counters: &Counters) {
         (Req::Read { to, .. }, Answer::Wrote(_)) => signal(&to, Err(IoError::Os(libc::EINVAL))),
         (Req::Write { to, .. }, Answer::Read(_)) => signal(&to, Err(IoError::Os(libc::EINVAL))),
     };
-    add(
-        if failed {
-            &counters.failed
-        } else {
-            &counters.completed
-        },
-        1,
-    );
     if !delivered {
         add(&counters.refused, 1);
     }
