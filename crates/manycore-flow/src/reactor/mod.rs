@@ -13,7 +13,7 @@
 //! hung up, it was deregistered (its `Device` dropped), or the reactor shut
 //! down. The protocol and why no completion is lost are in `src/README.md`.
 
-mod commands;
+pub(crate) mod commands;
 mod epoll;
 mod request;
 mod uring;
