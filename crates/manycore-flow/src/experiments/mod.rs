@@ -24,7 +24,7 @@ mod livelock;
 mod probe;
 
 pub use livelock::{livelock, Design, LivelockPoint};
-pub use probe::{reactor_round_trip, reactor_stream, RoundTrip, Stream};
+pub use probe::{reactor_round_trip, reactor_stream, RoundTrip, Stream, STREAM_READ};
 
 use crate::{Backend, Exclusion, FlowError, Instance, User};
 use fig4::{Caller, Kernel4};

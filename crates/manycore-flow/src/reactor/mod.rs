@@ -422,6 +422,23 @@ impl Device {
     /// unless `len` is 0), or the error: [`IoError::Closed`] at the end of
     /// the stream. Issued by a kernel or kernel-interface thread (or code
     /// acting as one); the answer comes as a kernel-mode signal.
+    ///
+    /// A user thread may not talk to a device: it makes a system call
+    /// through a kernel-interface thread instead.
+    ///
+    /// ```compile_fail,E0277
+    /// use manycore_flow::{Device, IoResult, Outside, Slot, User};
+    /// fn user_reads(dev: &Device, to: Slot<IoResult<Vec<u8>>, User>) {
+    ///     dev.read(&Outside::<User>::new(), 8, to);
+    /// }
+    /// ```
+    ///
+    /// ```
+    /// use manycore_flow::{Ctx, Device, IoResult, KernelInterface, Slot, User};
+    /// fn gate_reads(ctx: &Ctx<'_, KernelInterface>, dev: &Device, to: Slot<IoResult<Vec<u8>>, User>) {
+    ///     dev.read(ctx, 8, to);
+    /// }
+    /// ```
     pub fn read<I, N>(&self, by: &I, len: usize, to: Slot<IoResult<Vec<u8>>, N>)
     where
         I: Issuer,
