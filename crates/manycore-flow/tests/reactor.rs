@@ -360,3 +360,25 @@ fn a_zero_length_read_answers_at_once() {
         assert_eq!(out.wait_timeout(WAIT), Ok(Ok(Vec::new())), "{b:?}");
     }
 }
+
+#[test]
+fn the_last_reactor_handle_dropped_in_a_body_does_not_block_its_core() {
+    for b in backends() {
+        let rt = runtime(1);
+        let reactor = Reactor::with_backend(b).unwrap();
+        let (rx, _tx) = pipe().unwrap();
+        let dev = reactor.register(rx).unwrap();
+        let (done, out) = Outcome::new(rt.core(0)).unwrap();
+        dev.read(&kernel(), 8, done);
+        let (after, later) = Outcome::new(rt.core(0)).unwrap();
+        // The body drops the last handle: the shutdown begins, the core
+        // goes on, and the outstanding read is answered.
+        Instance::<(), Kernel>::new(rt.core(0), 0, move |ctx, _| {
+            drop(reactor);
+            let _ = ctx.signal(&after, ());
+        })
+        .unwrap();
+        assert_eq!(later.wait_timeout(WAIT), Ok(()), "{b:?}");
+        assert_eq!(out.wait_timeout(WAIT), Ok(Err(IoError::Shutdown)), "{b:?}");
+    }
+}

@@ -367,7 +367,9 @@ impl Reactor {
     /// Shuts the reactor down: every request outstanding is answered with
     /// [`IoError::Shutdown`], every device's fd is closed, the thread exits
     /// (this waits for it). Later requests are answered with `Shutdown` at
-    /// once; later registrations fail. Idempotent.
+    /// once; later registrations fail. Idempotent. Called from a core (a
+    /// body), it only begins the shutdown and does not wait for the thread
+    /// (the thread may be delivering to that core).
     pub fn shutdown(&self) {
         self.owner.shutdown();
     }
@@ -379,8 +381,10 @@ impl Owner {
             self.shared.ring_wake();
         }
         // Never join from the reactor thread itself (a value it drops could
-        // hold the last clone).
-        if std::thread::current().id() == self.thread_id {
+        // hold the last clone), nor from a core: the reactor may be waiting
+        // for room in that very core's ring to deliver an answer. The
+        // thread ends by itself.
+        if std::thread::current().id() == self.thread_id || crate::here::on_a_core() {
             return;
         }
         let t = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
