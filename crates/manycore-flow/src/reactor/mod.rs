@@ -458,7 +458,10 @@ impl Device {
 
     /// Writes `data`, or as much of it as the device takes at once; the
     /// receiver `to` gets the count written, or the error:
-    /// [`IoError::Closed`] if the reader hung up.
+    /// [`IoError::Closed`] if the reader hung up. (A write to a pipe or
+    /// socket whose reader has gone raises `SIGPIPE`, which Rust programs
+    /// ignore unless told otherwise; a program that restores its default
+    /// action is killed by it instead.)
     pub fn write<I, N>(&self, by: &I, data: Vec<u8>, to: Slot<IoResult<usize>, N>)
     where
         I: Issuer,
