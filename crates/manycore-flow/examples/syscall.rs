@@ -1,6 +1,7 @@
 //! The I/O path of the CEFOS paper's Figure 4 (Kusakabe, Taniguchi,
 //! Amamiya, *A Study of a Continuation-based Fine-grain Multithreaded
-//! Operating System CEFOS*), as zero-wait threads against simulated devices:
+//! Operating System CEFOS*), as zero-wait threads, against simulated devices
+//! and against real file descriptors:
 //!
 //! ```text
 //! sender (user) -> gate (kernel-interface, exclusive) -> syscall (kernel)
@@ -21,17 +22,26 @@
 //! * The device thread holds its device until the handler has the data:
 //!   the device's gate is the paper's semaphore with its request queue, and
 //!   a release hands the device to the next queued request (6-3).
-//! * The simulated device is an ordinary thread (the paper's
-//!   `virtual_hw_thread`): it spins for the round-trip time, then delivers
-//!   the completion as a continuation signal to the handler instance.
+//! * A `sim` device is an ordinary thread (the paper's `virtual_hw_thread`):
+//!   it spins for the round-trip time, then delivers the completion as a
+//!   continuation signal to the handler instance.
+//! * A `pipe` device is a pair of pipes registered with a [`Reactor`]: the
+//!   device thread writes the request into one and reads the answer from
+//!   the other, naming the handler as the read's receiver. A helper thread
+//!   at the far end plays the hardware (blocking reads, a wait of the
+//!   round-trip time, a write back). The reactor delivers the read's
+//!   completion straight to the handler.
 //!
-//! `cargo run --release -p manycore-flow --example syscall -- [calls] [rtt_us] [devices] [cores]`
+//! `cargo run --release -p manycore-flow --example syscall -- [calls] [rtt_us] [devices] [cores] [sim|pipe|both]`
 
 use manycore_flow::{
-    Exclusion, Gate, GateHold, GateStats, Instance, Kernel, KernelInterface, Outside, Slot,
-    Template, User,
+    pipe, Device, Exclusion, Gate, GateHold, GateStats, Instance, IoResult, Kernel,
+    KernelInterface, Outside, Reactor, Slot, Template, User,
 };
 use manycore_rt::Runtime;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -64,14 +74,54 @@ fn device(jobs: mpsc::Receiver<DeviceJob>, rtt: Duration) {
     }
 }
 
+/// The far end of a pipe device: reads a request, takes `rtt`, answers.
+fn pipe_hardware(requests: OwnedFd, answers: OwnedFd, rtt: Duration) {
+    let (mut rx, mut tx) = (File::from(requests), File::from(answers));
+    let mut b = [0u8; 8];
+    while rx.read_exact(&mut b).is_ok() {
+        let until = Instant::now() + rtt;
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+        let arg = u64::from_le_bytes(b);
+        if tx.write_all(&(arg * 2 + 1).to_le_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// A device as its device thread sees it.
+#[derive(Clone)]
+enum Hardware {
+    /// A simulated device's job queue.
+    Sim(mpsc::Sender<DeviceJob>),
+    /// Two pipes registered with the reactor: requests out, answers in.
+    Pipe { out: Arc<Device>, back: Arc<Device> },
+}
+
+/// Which devices to run against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Sim,
+    Pipe,
+}
+
 struct Report {
     took: Duration,
     entry: GateStats,
     devices: Vec<GateStats>,
 }
 
-fn run(policy: Exclusion, calls: usize, rtt: Duration, devices: usize, cores: usize) -> Report {
+fn run(
+    kind: Kind,
+    policy: Exclusion,
+    calls: usize,
+    rtt: Duration,
+    devices: usize,
+    cores: usize,
+) -> Report {
     let rt = Runtime::builder().cores(cores).build().expect("runtime");
+    let reactor = Reactor::new().expect("reactor");
     let core = |i: usize| rt.core(i % cores).clone();
 
     // Devices and their threads, bottom up.
@@ -79,8 +129,24 @@ fn run(policy: Exclusion, calls: usize, rtt: Duration, devices: usize, cores: us
     let mut device_threads = Vec::new();
     let mut semaphores: Vec<Template<Request, Kernel>> = Vec::new();
     for d in 0..devices {
-        let (jobs, rx) = mpsc::channel::<DeviceJob>();
-        device_threads.push(std::thread::spawn(move || device(rx, rtt)));
+        let hw = match kind {
+            Kind::Sim => {
+                let (jobs, rx) = mpsc::channel::<DeviceJob>();
+                device_threads.push(std::thread::spawn(move || device(rx, rtt)));
+                Hardware::Sim(jobs)
+            }
+            Kind::Pipe => {
+                let (req_rx, req_tx) = pipe().expect("pipe");
+                let (ans_rx, ans_tx) = pipe().expect("pipe");
+                device_threads.push(std::thread::spawn(move || {
+                    pipe_hardware(req_rx, ans_tx, rtt)
+                }));
+                Hardware::Pipe {
+                    out: Arc::new(reactor.register(req_tx).expect("register")),
+                    back: Arc::new(reactor.register(ans_rx).expect("register")),
+                }
+            }
+        };
         let busy = Gate::new(Exclusion::Queue);
         // device_thread: takes the device along until the handler is done,
         // issues the request, and names the handler that gets the data.
@@ -90,12 +156,40 @@ fn run(policy: Exclusion, calls: usize, rtt: Duration, devices: usize, cores: us
             };
             let held = ctx.hold_gate();
             let receiver = r.receiver;
-            let handler = Instance::<u64, Kernel>::new(ctx.core(), 1, move |ctx, data| {
-                let _ = ctx.signal(&receiver, data[0]);
-                drop(held); // the next queued request gets the device
-            });
-            if let Ok(h) = handler {
-                let _ = jobs.send((r.arg, h.slot(0)));
+            match &hw {
+                Hardware::Sim(jobs) => {
+                    let handler = Instance::<u64, Kernel>::new(ctx.core(), 1, move |ctx, data| {
+                        let _ = ctx.signal(&receiver, data[0]);
+                        drop(held); // the next queued request gets the device
+                    });
+                    if let Ok(h) = handler {
+                        let _ = jobs.send((r.arg, h.slot(0)));
+                    }
+                }
+                Hardware::Pipe { out, back } => {
+                    // The handler is the answer's receiver: the reactor
+                    // signals it when the device has written the data.
+                    let handler = Instance::<IoResult<Vec<u8>>, Kernel>::new(
+                        ctx.core(),
+                        1,
+                        move |ctx, data| {
+                            let v = match data.into_iter().next() {
+                                Some(Ok(b)) if b.len() == 8 => {
+                                    u64::from_le_bytes(b.try_into().unwrap_or_default())
+                                }
+                                _ => u64::MAX, // a device error: the caller sees it
+                            };
+                            let _ = ctx.signal(&receiver, v);
+                            drop(held);
+                        },
+                    );
+                    // Nobody waits for the write's count.
+                    let sent = Instance::<IoResult<usize>, Kernel>::new(ctx.core(), 1, |_, _| {});
+                    if let (Ok(h), Ok(sent)) = (handler, sent) {
+                        back.read(ctx, 8, h.slot(0));
+                        out.write(ctx, r.arg.to_le_bytes().to_vec(), sent.slot(0));
+                    }
+                }
             }
         });
         device_gates.push(busy);
@@ -174,6 +268,8 @@ fn run(policy: Exclusion, calls: usize, rtt: Duration, devices: usize, cores: us
     let took = t.elapsed();
     assert!(seen.iter().all(|&s| s));
     rt.shutdown();
+    // Closes the pipe devices, which ends their far ends.
+    reactor.shutdown();
     drop(gate_thread);
     for h in device_threads {
         h.join().expect("device thread");
@@ -186,19 +282,28 @@ fn run(policy: Exclusion, calls: usize, rtt: Duration, devices: usize, cores: us
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<usize> = std::env::args()
-        .skip(1)
-        .map(|a| a.parse())
-        .collect::<Result<_, _>>()?;
-    let arg = |n: usize, d: usize| args.get(n).copied().unwrap_or(d);
-    let (calls, rtt_us, devices, cores) =
-        (arg(0, 80), arg(1, 4), arg(2, 1).max(1), arg(3, 2).max(1));
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let num = |n: usize, d: usize| -> Result<usize, std::num::ParseIntError> {
+        args.get(n).map_or(Ok(d), |a| a.parse())
+    };
+    let (calls, rtt_us, devices, cores) = (
+        num(0, 80)?,
+        num(1, 4)?,
+        num(2, 1)?.max(1),
+        num(3, 2)?.max(1),
+    );
+    let kinds = match args.get(4).map(String::as_str) {
+        Some("sim") => vec![Kind::Sim],
+        Some("pipe") => vec![Kind::Pipe],
+        _ => vec![Kind::Sim, Kind::Pipe],
+    };
     let rtt = Duration::from_micros(rtt_us as u64);
     println!(
         "{calls} system calls, device round trip {rtt:?}, {devices} device(s), {cores} core(s)"
     );
     println!(
-        "{:<18} {:>10} {:>19} {:>13} {:>16} {:>17}",
+        "{:<6} {:<18} {:>10} {:>19} {:>13} {:>16} {:>17}",
+        "device",
         "gate policy",
         "total",
         "self-continuations",
@@ -206,18 +311,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "device queued",
         "device handoffs"
     );
-    for policy in [Exclusion::SelfContinuation, Exclusion::Queue] {
-        let r = run(policy, calls, rtt, devices, cores);
-        let dq: u64 = r.devices.iter().map(|s| s.queued).sum();
-        let dh: u64 = r.devices.iter().map(|s| s.handoffs).sum();
-        let name = match policy {
-            Exclusion::SelfContinuation => "self-continuation",
-            Exclusion::Queue => "queue",
-        };
-        println!(
-            "{:<18} {:>10.2?} {:>19} {:>13} {:>16} {:>17}",
-            name, r.took, r.entry.self_continuations, r.entry.queued, dq, dh
-        );
+    for kind in kinds {
+        for policy in [Exclusion::SelfContinuation, Exclusion::Queue] {
+            let r = run(kind, policy, calls, rtt, devices, cores);
+            let dq: u64 = r.devices.iter().map(|s| s.queued).sum();
+            let dh: u64 = r.devices.iter().map(|s| s.handoffs).sum();
+            let name = match policy {
+                Exclusion::SelfContinuation => "self-continuation",
+                Exclusion::Queue => "queue",
+            };
+            let k = match kind {
+                Kind::Sim => "sim",
+                Kind::Pipe => "pipe",
+            };
+            println!(
+                "{:<6} {:<18} {:>10.2?} {:>19} {:>13} {:>16} {:>17}",
+                k, name, r.took, r.entry.self_continuations, r.entry.queued, dq, dh
+            );
+        }
     }
     Ok(())
 }

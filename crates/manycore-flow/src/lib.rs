@@ -26,13 +26,31 @@
 //!   thread: a compile error for typed handles ([`ContinuesTo`]), a
 //!   [`BuildError`] in a graph, a [`SignalErrorKind::ModeViolation`] for a
 //!   slot whose mode is a value ([`AnySlot`]).
-//! * An I/O completion is a continuation signal like any other: hand the
-//!   device (or a reactor) the [`Slot`] of a kernel handler instance, and it
-//!   signals it through [`Outside`] when the data is there.
+//! * An I/O completion is a continuation signal like any other. A
+//!   [`Reactor`] watches file descriptors registered as [`Device`]s (epoll
+//!   by default, io_uring where asked for and allowed: [`Backend`]); a
+//!   request names its receiver's [`Slot`], and the reactor signals the
+//!   answer straight to it, a value or a typed [`IoError`] (the device
+//!   failed or hung up, was deregistered, or the reactor shut down). Only
+//!   kernel and kernel-interface threads issue requests ([`Issuer`]). A
+//!   simulated device can signal a handler through [`Outside`] the same way.
 //!
-//! The protocol (counter, firing, cross-core path, gate handoff) and its
-//! invariants are in `src/README.md`; `src/loom_tests.rs` model-checks the
-//! claim word and the gate.
+//! The protocol (counter, firing, cross-core path, gate handoff, reactor)
+//! and its invariants are in `src/README.md`; `src/loom_tests.rs`
+//! model-checks the claim word, the gate and the reactor's sleep handshake.
+//!
+//! # Features
+//!
+//! `internals` (off by default) adds the module `experiments`: the paper's
+//! experiments (Figures 5 to 11, the receive-livelock curve) and the
+//! reactor's probes as functions that return numbers, for benches. Not a
+//! stable API.
+//!
+//! # Unsafe code
+//!
+//! Every `unsafe` is in the private module `raw`, each with its `SAFETY`
+//! argument: file-descriptor system calls, epoll, and an io_uring that owns
+//! the buffers of its operations until the kernel hands them back.
 //!
 //! # Example
 //!
@@ -75,6 +93,8 @@
 mod claims;
 mod ctx;
 mod error;
+#[cfg(feature = "internals")]
+pub mod experiments;
 mod frame;
 mod gate;
 mod graph;
@@ -83,6 +103,8 @@ mod instance;
 mod mode;
 mod outcome;
 mod pending;
+mod raw;
+mod reactor;
 mod registry;
 mod template;
 mod turnstile;
@@ -95,6 +117,7 @@ pub use graph::{Graph, GraphBuilder, NodeId};
 pub use instance::{AnySlot, Instance, Slot};
 pub use mode::{ContinuesTo, Kernel, KernelInterface, Mode, ModeKind, User};
 pub use outcome::Outcome;
+pub use reactor::{pipe, Backend, Device, IoError, IoResult, Issuer, Reactor, ReactorStats};
 pub use template::Template;
 
 /// Instances pending (created, not yet fired, or waiting at a gate's queue)

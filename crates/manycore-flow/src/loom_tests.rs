@@ -1,6 +1,7 @@
-//! Loom models of manycore-flow's lock-free protocols, against the real
-//! `Claims` (the shared half of the synchronisation counter) and the real
-//! `Turnstile` (a gate's lock word, queue and handoff).
+//! Loom models of manycore-flow's concurrent protocols, against the real
+//! `Claims` (the shared half of the synchronisation counter), the real
+//! `Turnstile` (a gate's lock word, queue and handoff) and the real
+//! reactor `Commands` (its queue and sleep handshake).
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test
 //! --release -p manycore-flow --lib loom_tests`
@@ -263,5 +264,63 @@ fn turnstile_self_continuation_excludes() {
         other.join().unwrap();
         assert_eq!(count.load(Ordering::Relaxed), 2);
         assert!(!t.is_held());
+    });
+}
+
+/// The reactor's sleep handshake (`reactor/commands.rs`), against a model
+/// of the wake eventfd (a sticky counter the reactor's kernel wait blocks
+/// on): a command pushed while the reactor decides to sleep is never
+/// stranded. If a push found the reactor awake and the reactor then slept
+/// without seeing the command, the reactor's wait below would never end
+/// and loom would report the model as stuck.
+#[test]
+fn reactor_commands_no_lost_wakeup() {
+    use crate::reactor::commands::{Commands, Pushed};
+    model(|| {
+        let c = Arc::new(Commands::<u32>::new());
+        let eventfd = Arc::new(AtomicUsize::new(0));
+        let (c1, e1) = (c.clone(), eventfd.clone());
+        let pusher = thread::spawn(move || {
+            for v in 0..2 {
+                if c1.push(v) == Ok(Pushed::QueuedWake) {
+                    // The eventfd write: the counter is sticky.
+                    e1.fetch_add(1, Ordering::Release);
+                }
+            }
+        });
+        let mut got = Vec::new();
+        while got.len() < 2 {
+            let mut out = Vec::new();
+            assert!(!c.take(&mut out, true), "nobody stopped the reactor");
+            if out.is_empty() {
+                // The kernel wait: returns once the eventfd is readable.
+                while eventfd.swap(0, Ordering::Acquire) == 0 {
+                    thread::yield_now();
+                }
+                c.awake();
+            }
+            got.extend(out);
+        }
+        pusher.join().unwrap();
+        assert_eq!(got, vec![0, 1], "in order, each once");
+    });
+}
+
+/// A stop racing a push: the command is either taken by the reactor's last
+/// `take` (which reports the stop) or refused and given back to the pusher,
+/// never lost; later pushes are refused.
+#[test]
+fn reactor_commands_stop_racing_a_push() {
+    use crate::reactor::commands::Commands;
+    model(|| {
+        let c = Arc::new(Commands::<u32>::new());
+        let c1 = c.clone();
+        let pusher = thread::spawn(move || c1.push(7).is_ok());
+        let _ = c.stop();
+        let accepted = pusher.join().unwrap();
+        let mut out = Vec::new();
+        assert!(c.take(&mut out, true));
+        assert_eq!(out, if accepted { vec![7] } else { vec![] });
+        assert!(c.push(8).is_err());
     });
 }

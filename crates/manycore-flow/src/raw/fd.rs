@@ -1,0 +1,90 @@
+//! File-descriptor system calls through `libc`, each made safe by owning or
+//! borrowing its fds (`OwnedFd`, `BorrowedFd`) and by passing the kernel
+//! only buffers it may write.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
+/// `Ok(r)` for a non-negative return value, the thread's `errno` otherwise.
+pub(super) fn check(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// A pipe: (read end, write end), both close-on-exec, in blocking mode.
+pub(crate) fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [-1 as libc::c_int; 2];
+    // SAFETY: `fds` is a valid array of two ints for the kernel to fill.
+    check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    // SAFETY: pipe2 succeeded, so both are fresh fds that nothing else owns.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// An eventfd (counter 0, close-on-exec), non-blocking if `nonblocking`.
+pub(crate) fn eventfd(nonblocking: bool) -> io::Result<OwnedFd> {
+    let flags = libc::EFD_CLOEXEC | if nonblocking { libc::EFD_NONBLOCK } else { 0 };
+    // SAFETY: eventfd takes no pointers.
+    let fd = check(unsafe { libc::eventfd(0, flags) })?;
+    // SAFETY: eventfd succeeded, so `fd` is a fresh fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Sets or clears `O_NONBLOCK` on the file description of `fd`.
+pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    // SAFETY: F_GETFL takes no pointer; `fd` is open while borrowed.
+    let flags = check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) })?;
+    let want = if on {
+        flags | libc::O_NONBLOCK
+    } else {
+        flags & !libc::O_NONBLOCK
+    };
+    if want != flags {
+        // SAFETY: F_SETFL takes an int; `fd` is open while borrowed.
+        check(unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, want) })?;
+    }
+    Ok(())
+}
+
+/// Reads at most `buf.capacity() - buf.len()` bytes into the spare capacity
+/// of `buf` and extends it by what was read; returns that count (0 at end
+/// of file). Retries on `EINTR`.
+pub(crate) fn read(fd: BorrowedFd<'_>, buf: &mut Vec<u8>) -> io::Result<usize> {
+    let spare = buf.spare_capacity_mut();
+    loop {
+        // SAFETY: the kernel writes at most `spare.len()` bytes into
+        // `spare`, which is memory `buf` owns; `fd` is open while borrowed.
+        let r = unsafe { libc::read(fd.as_raw_fd(), spare.as_mut_ptr().cast(), spare.len()) };
+        if r >= 0 {
+            let n = r as usize;
+            let len = buf.len();
+            // SAFETY: the kernel initialised the first `n <= spare.len()`
+            // bytes of the spare capacity.
+            unsafe { buf.set_len(len + n) };
+            return Ok(n);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// Writes `data` (or a prefix of it); returns the count written. Retries on
+/// `EINTR`.
+pub(crate) fn write(fd: BorrowedFd<'_>, data: &[u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: the kernel reads at most `data.len()` bytes of `data`;
+        // `fd` is open while borrowed.
+        let r = unsafe { libc::write(fd.as_raw_fd(), data.as_ptr().cast(), data.len()) };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}

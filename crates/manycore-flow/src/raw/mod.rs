@@ -1,0 +1,12 @@
+//! Every `unsafe` of the crate, each behind a safe function or type whose
+//! contract the code around it keeps. One file per thing made safe:
+//!
+//! * `fd.rs`: file-descriptor system calls (pipes, eventfds, flags, reads
+//!   and writes into owned buffers);
+//! * `epoll.rs`: an epoll instance;
+//! * `uring.rs`: an io_uring whose in-flight buffers it owns until the
+//!   kernel is done with them.
+
+pub(crate) mod epoll;
+pub(crate) mod fd;
+pub(crate) mod uring;

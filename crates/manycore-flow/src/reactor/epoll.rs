@@ -1,0 +1,173 @@
+//! The epoll engine: every device's fd is watched edge-triggered for both
+//! directions; when a request arrives, and whenever the fd becomes ready,
+//! the reactor serves the head requests of its queues with non-blocking
+//! reads and writes until one would block (then the next edge resumes it)
+//! or the queue is empty. An fd epoll cannot watch (a regular file) is
+//! always ready: its requests are served when they arrive.
+
+use super::request::{self, add, Answer, Dir, Queues, Req};
+use super::{Cmd, IoError, Shared};
+use crate::raw::epoll::{Epoll, ET, IN, OUT, RDHUP};
+use crate::raw::fd;
+use std::collections::HashMap;
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+
+/// The token of the wake eventfd.
+const WAKE: u64 = u64::MAX;
+
+struct Dev {
+    fd: OwnedFd,
+    queues: Queues,
+    /// The fd could not be prepared: the error every request gets.
+    broken: Option<IoError>,
+    /// Watched by epoll (false: always ready).
+    pollable: bool,
+}
+
+fn errno(e: &io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
+/// The reactor thread's loop (see `Commands` for the sleep handshake).
+pub(super) fn run(sh: &Shared, mut ep: Epoll) {
+    let counters = &sh.counters;
+    let mut devs: HashMap<u64, Dev> = HashMap::new();
+    // The wake eventfd, level-triggered: readable until drained.
+    let armed =
+        fd::set_nonblocking(sh.wake.as_fd(), true).and_then(|()| ep.add(sh.wake.as_fd(), IN, WAKE));
+    if armed.is_err() && sh.commands.stop() {
+        sh.ring_wake();
+    }
+    let (mut cmds, mut events) = (Vec::new(), Vec::new());
+    loop {
+        let stopped = sh.commands.take(&mut cmds, true);
+        let sleep = cmds.is_empty() && !stopped;
+        for c in cmds.drain(..) {
+            command(&ep, &mut devs, c, sh);
+        }
+        if stopped {
+            break;
+        }
+        events.clear();
+        let r = if sleep {
+            add(&counters.waits, 1);
+            let r = ep.wait(-1, &mut events);
+            sh.commands.awake();
+            r
+        } else {
+            ep.wait(0, &mut events)
+        };
+        if r.is_err() {
+            // Unusable: refuse new requests, answer the rest.
+            sh.commands.stop();
+            sh.commands.take(&mut cmds, false);
+            for c in cmds.drain(..) {
+                command(&ep, &mut devs, c, sh);
+            }
+            break;
+        }
+        for &(token, _) in &events {
+            if token == WAKE {
+                let mut b = Vec::with_capacity(8);
+                let _ = fd::read(sh.wake.as_fd(), &mut b);
+            } else if let Some(d) = devs.get_mut(&token) {
+                drive(d, Dir::Read, sh);
+                drive(d, Dir::Write, sh);
+            }
+        }
+    }
+    for (_, mut d) in devs.drain() {
+        request::fail_queued(&mut d.queues, [0, 0], IoError::Shutdown, counters);
+        counters
+            .devices
+            .fetch_sub(1, manycore_sync::atomic::Ordering::Relaxed);
+    }
+}
+
+fn command(ep: &Epoll, devs: &mut HashMap<u64, Dev>, c: Cmd, sh: &Shared) {
+    let counters = &sh.counters;
+    match c {
+        Cmd::Register { id, fd } => {
+            let mut broken = fd::set_nonblocking(fd.as_fd(), true)
+                .err()
+                .map(|e| IoError::Os(errno(&e)));
+            let mut pollable = true;
+            if broken.is_none() {
+                match ep.add(fd.as_fd(), IN | OUT | RDHUP | ET, id) {
+                    Ok(()) => {}
+                    // Not pollable (a regular file): always ready.
+                    Err(e) if e.raw_os_error() == Some(libc::EPERM) => pollable = false,
+                    Err(e) => broken = Some(IoError::Os(errno(&e))),
+                }
+            }
+            devs.insert(
+                id,
+                Dev {
+                    fd,
+                    queues: Default::default(),
+                    broken,
+                    pollable,
+                },
+            );
+            add(&counters.devices, 1);
+        }
+        Cmd::Request { id, req } => {
+            add(&counters.requests, 1);
+            match devs.get_mut(&id) {
+                Some(d) => {
+                    let dir = req.dir();
+                    d.queues[dir as usize].push_back(req);
+                    drive(d, dir, sh);
+                }
+                None => request::answer(req, Answer::Failed(IoError::Deregistered), counters),
+            }
+        }
+        Cmd::Deregister { id } => {
+            if let Some(mut d) = devs.remove(&id) {
+                request::fail_queued(&mut d.queues, [0, 0], IoError::Deregistered, counters);
+                if d.pollable && d.broken.is_none() {
+                    let _ = ep.delete(d.fd.as_fd());
+                }
+                counters
+                    .devices
+                    .fetch_sub(1, manycore_sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Serves `d`'s `dir` queue from the head until an operation would block
+/// or the queue is empty.
+fn drive(d: &mut Dev, dir: Dir, sh: &Shared) {
+    let q = &mut d.queues[dir as usize];
+    while let Some(head) = q.front_mut() {
+        let (n, buf) = match (d.broken, head) {
+            (Some(e), _) => {
+                if let Some(req) = q.pop_front() {
+                    request::answer(req, Answer::Failed(e), &sh.counters);
+                }
+                continue;
+            }
+            (None, Req::Read { len, .. }) => {
+                let mut buf = Vec::with_capacity(*len);
+                match fd::read(d.fd.as_fd(), &mut buf) {
+                    Ok(n) => (n as i64, buf),
+                    Err(e) => (-(errno(&e) as i64), buf),
+                }
+            }
+            (None, Req::Write { data, .. }) => match fd::write(d.fd.as_fd(), data) {
+                Ok(n) => (n as i64, Vec::new()),
+                Err(e) => (-(errno(&e) as i64), Vec::new()),
+            },
+        };
+        if n == -(libc::EAGAIN as i64) && d.pollable {
+            // The next edge resumes this queue.
+            return;
+        }
+        if let Some(req) = q.pop_front() {
+            let a = request::outcome(&req, n, buf);
+            request::answer(req, a, &sh.counters);
+        }
+    }
+}

@@ -1,0 +1,384 @@
+//! The reactor: device completions as continuation signals. Every test
+//! runs under each backend the kernel offers (epoll always; io_uring where
+//! it is allowed). No test asserts on timing; every wait is bounded.
+
+use manycore_flow::{
+    pipe, Backend, FlowError, Instance, IoError, IoResult, Kernel, Outcome, Outside, Reactor,
+};
+use manycore_rt::{current, IdlePolicy, Runtime};
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::time::{Duration, Instant};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn runtime(cores: usize) -> Runtime {
+    Runtime::builder()
+        .cores(cores)
+        .idle(IdlePolicy::Sleep)
+        .build()
+        .unwrap()
+}
+
+/// The backends this kernel offers.
+fn backends() -> Vec<Backend> {
+    let mut v = vec![Backend::Epoll];
+    if Reactor::with_backend(Backend::IoUring).is_ok_and(|r| r.backend() == Backend::IoUring) {
+        v.push(Backend::IoUring);
+    }
+    v
+}
+
+fn kernel() -> Outside<Kernel> {
+    Outside::new()
+}
+
+/// Waits (bounded) until `cond` holds.
+fn eventually(what: &str, cond: impl Fn() -> bool) {
+    let end = Instant::now() + WAIT;
+    while !cond() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn the_default_backend_is_epoll_and_io_uring_reports_what_runs() {
+    let r = Reactor::new().unwrap();
+    assert_eq!(r.backend(), Backend::Epoll);
+    assert_eq!(r.stats().devices, 0);
+    let u = Reactor::with_backend(Backend::IoUring).unwrap();
+    assert!(matches!(u.backend(), Backend::IoUring | Backend::Epoll));
+}
+
+#[test]
+fn a_completion_reaches_the_named_receiver() {
+    for b in backends() {
+        let rt = runtime(2);
+        let reactor = Reactor::with_backend(b).unwrap();
+        let (rx, tx) = pipe().unwrap();
+        let dev = reactor.register(rx).unwrap();
+        let (done, out) = Outcome::new(rt.core(0)).unwrap();
+        // The receiver lives on core 1; another instance there is not named.
+        let receiver =
+            Instance::<IoResult<Vec<u8>>, Kernel>::new(rt.core(1), 1, move |ctx, data| {
+                let on = current().unwrap().index();
+                let _ = ctx.signal(&done, (data.into_iter().next().unwrap(), on));
+            })
+            .unwrap();
+        let bystander = Instance::<IoResult<Vec<u8>>, Kernel>::new(rt.core(1), 1, |_, _| {
+            panic!("not named by any request")
+        })
+        .unwrap();
+        dev.read(&kernel(), 16, receiver.slot(0));
+        File::from(tx).write_all(b"ping").unwrap();
+        assert_eq!(
+            out.wait_timeout(WAIT),
+            Ok((Ok(b"ping".to_vec()), 1)),
+            "{b:?}"
+        );
+        assert!(!bystander.is_complete(), "{b:?}");
+        let s = reactor.stats();
+        assert_eq!((s.requests, s.completed, s.failed), (1, 1, 0), "{b:?}");
+    }
+}
+
+#[test]
+fn a_write_completes_with_the_count_written() {
+    for b in backends() {
+        let rt = runtime(1);
+        let reactor = Reactor::with_backend(b).unwrap();
+        let (rx, tx) = pipe().unwrap();
+        let dev = reactor.register(tx).unwrap();
+        let (done, out) = Outcome::new(rt.core(0)).unwrap();
+        dev.write(&kernel(), b"hello".to_vec(), done);
+        assert_eq!(out.wait_timeout(WAIT), Ok(Ok(5)), "{b:?}");
+        let mut got = [0u8; 5];
+        File::from(rx).read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"hello");
+    }
+}
+
+#[test]
+fn a_device_that_hangs_up_mid_request_answers_closed() {
+    for b in backends() {
+        let rt = runtime(1);
+        let reactor = Reactor::with_backend(b).unwrap();
+        let (rx, tx) = pipe().unwrap();
+        let dev = reactor.register(rx).unwrap();
+        let (done, out) = Outcome::new(rt.core(0)).unwrap();
+        dev.read(&kernel(), 8, done);
+        eventually("the request to reach the reactor", || {
+            reactor.stats().requests == 1
+        });
+        drop(tx); // the writer goes away: end of stream
+        assert_eq!(out.wait_timeout(WAIT), Ok(Err(IoError::Closed)), "{b:?}");
+        // And so does every later read.
+        let (done, out) = Outcome::new(rt.core(0)).unwrap();
+        dev.read(&kernel(), 8, done);
+        assert_eq!(out.wait_timeout(WAIT), Ok(Err(IoError::Closed)), "{b:?}");
+    }
+}
+
+#[test]
+fn a_device_error_mid_request_is_delivered_to_the_receiver() {
+    for b in backends() {
+        let rt = runtime(1);
+        let reactor = Reactor::with_backend(b).unwrap();
+        let (ours, peer) = UnixStream::pair().unwrap();
+        let dev = reactor.register(ours).unwrap();
+        // Data the peer never reads: closing it resets the connection.
+        let (wrote, w) = Outcome::new(rt.core(0)).unwrap();
+        dev.write(&kernel(), b"unread".to_vec(), wrote);
+        assert_eq!(w.wait_timeout(WAIT), Ok(Ok(6)), "{b:?}");
+        let (done, out) = Outcome::new(rt.core(0)).unwrap();
+        dev.read(&kernel(), 8, done);
+        eventually("the request to reach the reactor", || {
+            reactor.stats().requests == 2
+        });
+        drop(peer);
+        assert_eq!(
+            out.wait_timeout(WAIT),
+            Ok(Err(IoError::Os(libc_econnreset()))),
+            "{b:?}"
+        );
+        assert_eq!(reactor.stats().failed, 1, "{b:?}");
+    }
+}
+
+/// ECONNRESET on Linux.
+fn libc_econnreset() -> i32 {
+    std::io::Error::from(std::io::ErrorKind::ConnectionReset)
+        .raw_os_error()
+        .unwrap_or(104)
+}
+
+#[test]
+fn a_write_to_a_hung_up_pipe_answers_closed() {
+    for b in backends() {
+        let rt = runtime(1);
+        let reactor = Reactor::with_backend(b).unwrap();
+        let (rx, tx) = pipe().unwrap();
+        drop(rx);
+        let dev = reactor.register(tx).unwrap();
+        let (done, out) = Outcome::new(rt.core(0)).unwrap();
+        dev.write(&kernel(), b"lost".to_vec(), done);
+        assert_eq!(out.wait_timeout(WAIT), Ok(Err(IoError::Closed)), "{b:?}");
+    }
+}
+
+#[test]
+fn a_request_the_fd_refuses_answers_its_errno() {
+    for b in backends() {
+        let rt = runtime(1);
+        let reactor = Reactor::with_backend(b).unwrap();
+        let (_rx, tx) = pipe().unwrap();
+        let dev = reactor.register(tx).unwrap();
+        let (done, out) = Outcome::new(rt.core(0)).unwrap();
+        dev.read(&kernel(), 8, done); // a pipe's write end cannot be read
+        let got = out.wait_timeout(WAIT).unwrap();
+        assert!(
+            matches!(got, Err(IoError::Os(e)) if e == 9 /* EBADF */),
+            "{b:?}: {got:?}"
+        );
+    }
+}
+
+#[test]
+fn dropping_a_device_deregisters_it_and_answers_deregistered() {
+    for b in backends() {
+        let rt = runtime(1);
+        let reactor = Reactor::with_backend(b).unwrap();
+        let (rx, tx) = pipe().unwrap();
+        let dev = reactor.register(rx).unwrap();
+        let (done, out) = Outcome::new(rt.core(0)).unwrap();
+        dev.read(&kernel(), 8, done);
+        drop(dev);
+        assert_eq!(
+            out.wait_timeout(WAIT),
+            Ok(Err(IoError::Deregistered)),
+            "{b:?}"
+        );
+        eventually("the device to go", || reactor.stats().devices == 0);
+        // Its fd is closed: the pipe has no reader any more.
+        let tx = File::from(tx);
+        eventually("the fd to close", || (&tx).write(b"x").is_err());
+    }
+}
+
+#[test]
+fn many_outstanding_requests_are_answered_in_order_per_device() {
+    const DEVICES: usize = 4;
+    const PER: usize = 100;
+    for b in backends() {
+        let rt = runtime(2);
+        let reactor = Reactor::with_backend(b).unwrap();
+        let mut writers = Vec::new();
+        let mut outs = Vec::new();
+        for d in 0..DEVICES {
+            let (rx, tx) = pipe().unwrap();
+            let dev = reactor.register(rx).unwrap();
+            for i in 0..PER {
+                let (done, out) = Outcome::new(rt.core(i % 2)).unwrap();
+                dev.read(&kernel(), 8, done);
+                outs.push((d, i, out));
+            }
+            writers.push((File::from(tx), dev));
+        }
+        // Eight-byte messages (atomic pipe writes; a read of 8 takes one).
+        for i in 0..PER {
+            for (d, (w, _)) in writers.iter_mut().enumerate() {
+                w.write_all(&((d * PER + i) as u64).to_le_bytes()).unwrap();
+            }
+        }
+        for (d, i, out) in outs {
+            let got = out.wait_timeout(WAIT).unwrap().unwrap();
+            let v = u64::from_le_bytes(got.try_into().unwrap());
+            assert_eq!(v, (d * PER + i) as u64, "{b:?}: device {d}, request {i}");
+        }
+        let s = reactor.stats();
+        assert_eq!(s.requests, (DEVICES * PER) as u64);
+        assert_eq!(s.completed, (DEVICES * PER) as u64);
+    }
+}
+
+#[test]
+fn reactor_shutdown_answers_outstanding_requests_with_shutdown() {
+    for b in backends() {
+        let rt = runtime(2);
+        let reactor = Reactor::with_backend(b).unwrap();
+        let mut keep = Vec::new();
+        let mut outs = Vec::new();
+        for i in 0..3 {
+            let (rx, tx) = pipe().unwrap();
+            let dev = reactor.register(rx).unwrap();
+            let (done, out) = Outcome::new(rt.core(i % 2)).unwrap();
+            dev.read(&kernel(), 8, done);
+            outs.push(out);
+            keep.push((dev, tx));
+        }
+        reactor.shutdown();
+        for out in outs {
+            assert_eq!(out.wait_timeout(WAIT), Ok(Err(IoError::Shutdown)), "{b:?}");
+        }
+        // Later requests are answered at once; registrations fail.
+        let (done, out) = Outcome::new(rt.core(0)).unwrap();
+        keep[0].0.read(&kernel(), 8, done);
+        assert_eq!(out.wait_timeout(WAIT), Ok(Err(IoError::Shutdown)), "{b:?}");
+        assert!(reactor.register(pipe().unwrap().0).is_err());
+        assert_eq!(reactor.stats().devices, 0);
+    }
+}
+
+#[test]
+fn runtime_shutdown_with_requests_pending_ends_the_wait() {
+    for b in backends() {
+        let rt = runtime(2);
+        let reactor = Reactor::with_backend(b).unwrap();
+        let (rx, tx) = pipe().unwrap();
+        let dev = reactor.register(rx).unwrap();
+        let (done, out) = Outcome::new(rt.core(1)).unwrap();
+        dev.read(&kernel(), 8, done);
+        rt.shutdown();
+        // The receiver was dropped with its core: the wait ends.
+        assert_eq!(out.wait(), Err(FlowError::Shutdown), "{b:?}");
+        // The completion that comes later is refused, not a panic or a hang.
+        File::from(tx).write_all(b"late").unwrap();
+        eventually("the late answer", || reactor.stats().refused == 1);
+        drop(dev);
+        reactor.shutdown();
+    }
+}
+
+#[test]
+fn a_kernel_thread_issues_a_request_for_a_handler_on_its_core() {
+    for b in backends() {
+        let rt = runtime(2);
+        let reactor = Reactor::with_backend(b).unwrap();
+        let (rx, tx) = pipe().unwrap();
+        let dev = std::sync::Arc::new(reactor.register(rx).unwrap());
+        let (done, out) = Outcome::new(rt.core(0)).unwrap();
+        let d = dev.clone();
+        // The device thread (kernel) names a handler on its own core.
+        Instance::<(), Kernel>::new(rt.core(1), 0, move |ctx, _| {
+            let handler =
+                Instance::<IoResult<Vec<u8>>, Kernel>::new(ctx.core(), 1, move |ctx, x| {
+                    let on = ctx.core().index();
+                    let _ = ctx.signal(&done, (x.into_iter().next().unwrap(), on));
+                })
+                .unwrap();
+            d.read(ctx, 4, handler.slot(0));
+        })
+        .unwrap();
+        File::from(tx).write_all(b"data").unwrap();
+        assert_eq!(
+            out.wait_timeout(WAIT),
+            Ok((Ok(b"data".to_vec()), 1)),
+            "{b:?}"
+        );
+    }
+}
+
+#[test]
+fn a_regular_file_is_a_device_too() {
+    for b in backends() {
+        let rt = runtime(1);
+        let reactor = Reactor::with_backend(b).unwrap();
+        let path = std::env::temp_dir().join(format!(
+            "manycore-flow-reactor-{}-{b:?}",
+            std::process::id()
+        ));
+        std::fs::write(&path, b"file contents").unwrap();
+        let dev = reactor.register(File::open(&path).unwrap()).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let (done, out) = Outcome::new(rt.core(0)).unwrap();
+        dev.read(&kernel(), 4, done);
+        assert_eq!(out.wait_timeout(WAIT), Ok(Ok(b"file".to_vec())), "{b:?}");
+        let (done, out) = Outcome::new(rt.core(0)).unwrap();
+        dev.read(&kernel(), 64, done);
+        assert_eq!(
+            out.wait_timeout(WAIT),
+            Ok(Ok(b" contents".to_vec())),
+            "{b:?}"
+        );
+        let (done, out) = Outcome::new(rt.core(0)).unwrap();
+        dev.read(&kernel(), 64, done);
+        assert_eq!(out.wait_timeout(WAIT), Ok(Err(IoError::Closed)), "{b:?}");
+    }
+}
+
+#[test]
+fn a_zero_length_read_answers_at_once() {
+    for b in backends() {
+        let rt = runtime(1);
+        let reactor = Reactor::with_backend(b).unwrap();
+        let (rx, _tx) = pipe().unwrap();
+        let dev = reactor.register(rx).unwrap();
+        let (done, out) = Outcome::new(rt.core(0)).unwrap();
+        dev.read(&kernel(), 0, done);
+        assert_eq!(out.wait_timeout(WAIT), Ok(Ok(Vec::new())), "{b:?}");
+    }
+}
+
+#[test]
+fn the_last_reactor_handle_dropped_in_a_body_does_not_block_its_core() {
+    for b in backends() {
+        let rt = runtime(1);
+        let reactor = Reactor::with_backend(b).unwrap();
+        let (rx, _tx) = pipe().unwrap();
+        let dev = reactor.register(rx).unwrap();
+        let (done, out) = Outcome::new(rt.core(0)).unwrap();
+        dev.read(&kernel(), 8, done);
+        let (after, later) = Outcome::new(rt.core(0)).unwrap();
+        // The body drops the last handle: the shutdown begins, the core
+        // goes on, and the outstanding read is answered.
+        Instance::<(), Kernel>::new(rt.core(0), 0, move |ctx, _| {
+            drop(reactor);
+            let _ = ctx.signal(&after, ());
+        })
+        .unwrap();
+        assert_eq!(later.wait_timeout(WAIT), Ok(()), "{b:?}");
+        assert_eq!(out.wait_timeout(WAIT), Ok(Err(IoError::Shutdown)), "{b:?}");
+    }
+}
