@@ -65,6 +65,9 @@
 //! * [`flow`]: dataflow graphs of run-to-completion (zero-wait) threads with
 //!   synchronisation counters, exclusive threads behind gates, and FUCE's
 //!   thread modes (CEFOS).
+//! * `mpi` (cargo feature `mpi`): places across the ranks of an MPI job,
+//!   typed active messages, remote objects and collectives across ranks, and
+//!   MuSE's distributed join.
 //! * [`sync`] (the atomics facade, `EventCount`, CPU sets) and [`ring`] (the
 //!   SPSC ring of cache-line slots) are the layers underneath.
 //!
@@ -118,6 +121,10 @@ pub use manycore_sock as sock;
 
 #[doc(inline)]
 pub use manycore_flow as flow;
+
+#[cfg(feature = "mpi")]
+#[doc(inline)]
+pub use manycore_mpi as mpi;
 
 #[doc(inline)]
 pub use manycore_sync as sync;
