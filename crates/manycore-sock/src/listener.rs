@@ -120,9 +120,11 @@ impl ShmListener {
         loop {
             let now = Instant::now();
             let mut pend = lock(&self.pending);
-            // Connectors that gave up (or died) make room at once, also
-            // when a call below returns before reaching them.
-            pend.retain(|p| !raw::hung_up(&p.sock));
+            // Connectors that died before posting their request make room
+            // (looked for only when room is short: a poll per entry).
+            if pend.len() >= cap {
+                pend.retain(|p| !raw::closed(&p.sock));
+            }
             while pend.len() < cap {
                 match raw::accept(&self.rv.fd)? {
                     Some(sock) => pend.push(Pending { sock, since: now }),
@@ -134,9 +136,11 @@ impl ShmListener {
             while i < pend.len() {
                 match raw::recv_msg(&pend[i].sock, &mut buf) {
                     Ok(None) if now.duration_since(pend[i].since) < REQUEST_WAIT => i += 1,
-                    Ok(None) | Err(_) => drop(pend.swap_remove(i)),
+                    Ok(None) | Err(_) => drop(pend.remove(i)),
                     Ok(Some(m)) => {
-                        let sock = pend.swap_remove(i).sock;
+                        // In arrival order (`remove`, not `swap_remove`):
+                        // the backlog is first come, first served.
+                        let sock = pend.remove(i).sock;
                         let served = handshake::serve(
                             &self.ep,
                             self.addr.namespace(),

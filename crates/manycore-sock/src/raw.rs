@@ -506,10 +506,10 @@ pub(crate) fn peer_cred(fd: &OwnedFd) -> io::Result<(u32, u32)> {
     Ok((c.pid.max(0) as u32, c.uid))
 }
 
-/// shutdown(SHUT_RD): from now on the peer's sends fail with EPIPE.
-pub(crate) fn shutdown_read(fd: &OwnedFd) -> io::Result<()> {
+/// shutdown(SHUT_WR): the peer's end reports a hang-up (`POLLRDHUP`).
+pub(crate) fn shutdown_write(fd: &OwnedFd) -> io::Result<()> {
     // SAFETY: valid descriptor.
-    cvt(unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_RD) }).map(drop)
+    cvt(unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_WR) }).map(drop)
 }
 
 /// Waits up to `timeout` (None: forever) until one of `fds` is readable or
@@ -533,9 +533,9 @@ pub(crate) fn poll_in(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> usiz
     r.max(0) as usize
 }
 
-/// True once the other end of a connected socket is closed (every copy of
-/// it: the peer endpoint was dropped or its process died).
-pub(crate) fn hung_up(fd: &OwnedFd) -> bool {
+/// True once every copy of the other end of a connected socket is closed
+/// (not merely shut down for writing).
+pub(crate) fn closed(fd: &OwnedFd) -> bool {
     let mut p = libc::pollfd {
         fd: fd.as_raw_fd(),
         events: 0,
@@ -544,6 +544,20 @@ pub(crate) fn hung_up(fd: &OwnedFd) -> bool {
     // SAFETY: one valid pollfd, no wait.
     let r = unsafe { libc::poll(&mut p, 1, 0) };
     r > 0 && p.revents & (libc::POLLHUP | libc::POLLERR) != 0
+}
+
+/// True once the other end of a connected socket is closed (every copy of
+/// it: the peer endpoint was dropped or its process died) or shut down for
+/// writing (a connector dropped before its connection was accepted).
+pub(crate) fn hung_up(fd: &OwnedFd) -> bool {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    let r = unsafe { libc::poll(&mut p, 1, 0) };
+    r > 0 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLRDHUP) != 0
 }
 
 /// Atomically swaps two names of one directory (renameat2 RENAME_EXCHANGE).

@@ -13,7 +13,8 @@ use manycore_sync::{SharedEventCount, SpinBudget};
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::os::fd::AsFd;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How often a sleeper wakes to check peer liveness and deadlines.
@@ -170,9 +171,16 @@ const SHUT_WR: u8 = 2;
 pub(crate) struct Conn {
     pub ep: Arc<Endpoint>,
     pub tx: Arc<TxSlot>,
-    pub peer: Arc<Shm>,
-    pub rx_idx: u32,
-    pub rx_base: u32,
+    /// The ring we read, in the peer's region: known from the start for an
+    /// accepted stream, set once by `establish` for a connector when the
+    /// listener's reply arrives (the connection waited in the backlog until
+    /// then).
+    pub rxs: OnceLock<RxSide>,
+    /// A connector's handshake outcome while it is pending: `None` until a
+    /// reply or a hang-up arrives, then the failure, if any. Held while the
+    /// reply is taken, so that `shutdown(Read)` and `establish` agree on who
+    /// raises the peer's consumer flag.
+    pub hs: Mutex<Option<(io::ErrorKind, String)>>,
     pub rx: Mutex<RxState>,
     pub live: Arc<Liveness>,
     pub peer_addr: PeerAddr,
@@ -206,28 +214,54 @@ pub(crate) struct RxRing {
     pub chunk: u32,
 }
 
+/// The ring we read and the peer region it lives in.
+pub(crate) struct RxSide {
+    pub peer: Arc<Shm>,
+    pub ring: RxRing,
+}
+
+impl RxSide {
+    fn ring(&self) -> io::Result<RingRef<'_, Shm>> {
+        RingRef::new(&*self.peer, self.ring.idx, self.ring.base)
+            .ok_or_else(|| ring::invalid("slot"))
+    }
+    /// Tells the writer that we read no more (it gets `BrokenPipe`).
+    fn close_reader(&self) {
+        if let Ok(r) = self.ring() {
+            // Release; pairs with the Acquire in the peer's `reader_closed`.
+            r.slot.cons.flags.store(FLAG_CLOSED, Ordering::Release);
+            r.slot.cons.space_ec.notify_all();
+            r.slot.prod.data_ec.notify_all();
+        }
+    }
+}
+
 impl Conn {
-    /// A connected stream: our sending ring `tx` in `ep`, the ring `rx` in
-    /// the peer's region `peer`, and the connection's socket `live`.
+    /// A stream: our sending ring `tx` in `ep`, the ring `rx` we read (None
+    /// for a connector until the listener's reply arrives), and the
+    /// connection's socket `live`.
     pub(crate) fn stream(
         ep: Arc<Endpoint>,
         tx: Arc<TxSlot>,
-        peer: Arc<Shm>,
-        rx: RxRing,
+        rx: Option<RxSide>,
         live: Liveness,
         peer_addr: PeerAddr,
         mode: WaitMode,
     ) -> ShmStream {
         let live = Arc::new(live);
         let _ = tx.live.set(live.clone());
+        let chunk = rx.as_ref().map_or(0, |r| r.ring.chunk);
+        let rxs = OnceLock::new();
+        if let Some(r) = rx {
+            let _ = rxs.set(r);
+        }
         let conn = Conn {
             ep,
             tx,
-            peer,
-            rx_idx: rx.idx,
-            rx_base: rx.base,
+            rxs,
+            hs: Mutex::new(None),
             rx: Mutex::new(RxState {
-                chunk: rx.chunk,
+                chunk,
                 ..RxState::default()
             }),
             live,
@@ -280,8 +314,60 @@ impl Conn {
     fn txr(&self) -> io::Result<RingRef<'_, Shm>> {
         RingRef::new(&*self.ep.shm, self.tx.idx, self.tx.base).ok_or_else(|| ring::invalid("slot"))
     }
-    fn rxr(&self) -> io::Result<RingRef<'_, Shm>> {
-        RingRef::new(&*self.peer, self.rx_idx, self.rx_base).ok_or_else(|| ring::invalid("slot"))
+    /// The ring we read, if the connection is established. A connector
+    /// takes the listener's reply here once it has come (without waiting);
+    /// a failed handshake is returned as its error.
+    fn establish(&self) -> io::Result<Option<&RxSide>> {
+        if let Some(s) = self.rxs.get() {
+            return Ok(Some(s));
+        }
+        let mut hs = lock(&self.hs);
+        if let Some(s) = self.rxs.get() {
+            return Ok(Some(s));
+        }
+        if let Some((kind, why)) = &*hs {
+            return Err(io::Error::new(*kind, why.clone()));
+        }
+        let Liveness::Socket(sock) = &*self.live else {
+            return Err(ring::invalid("connection without a socket"));
+        };
+        match crate::handshake::take_reply(sock, &self.peer_addr.endpoint) {
+            Ok(None) => Ok(None),
+            Ok(Some(side)) => {
+                let side = self.rxs.get_or_init(|| side);
+                // Under `hs`: a `shutdown(Read)` before the reply left the
+                // raising of the peer's consumer flag to us.
+                if self.shut.load(Ordering::Relaxed) & SHUT_RD != 0 {
+                    side.close_reader();
+                }
+                Ok(Some(side))
+            }
+            Err(e) => {
+                *hs = Some((e.kind(), e.to_string()));
+                Err(e)
+            }
+        }
+    }
+
+    /// Waits (per `nb` and `deadline`) until the connection is established:
+    /// a connector whose connection still waits in the listener's backlog
+    /// sleeps on its socket, where the reply (or a hang-up) arrives.
+    fn established(&self, nb: bool, deadline: Option<Instant>) -> io::Result<&RxSide> {
+        loop {
+            if let Some(s) = self.establish()? {
+                return Ok(s);
+            }
+            if nb {
+                return Err(io::Error::from(io::ErrorKind::WouldBlock));
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left == Some(Duration::ZERO) {
+                return Err(self.timed_out());
+            }
+            if let Liveness::Socket(sock) = &*self.live {
+                crate::raw::poll_in(&[sock.as_fd()], Some(left.unwrap_or(SLICE).min(SLICE)));
+            }
+        }
     }
     fn deadline(&self, t: &Mutex<Option<Duration>>) -> Option<Instant> {
         lock(t).map(|d| Instant::now() + d)
@@ -298,15 +384,19 @@ impl Conn {
         if buf.is_empty() || self.shut.load(Ordering::Relaxed) & SHUT_RD != 0 {
             return Ok(0);
         }
-        let r = self.rxr()?;
-        self.publish_cpu();
-        let mut rx = lock(&self.rx);
         let nb = self.nonblocking.load(Ordering::Relaxed);
         let deadline = if nb {
             Some(Instant::now())
         } else {
             self.deadline(&self.read_timeout)
         };
+        let side = self.established(nb, deadline)?;
+        let r = side.ring()?;
+        self.publish_cpu();
+        let mut rx = lock(&self.rx);
+        if rx.chunk == 0 {
+            rx.chunk = side.ring.chunk;
+        }
         let mode = *lock(&self.mode);
         loop {
             let n = ring::try_read(&r, &mut rx, buf)?;
@@ -367,6 +457,14 @@ impl Conn {
             return Ok(0);
         }
         let r = self.txr()?;
+        // A connector whose connection waits in the backlog writes into its
+        // own ring all the same (the listener reads it once it accepts);
+        // a failed handshake shows here.
+        let rxs = match self.establish() {
+            Ok(s) => s,
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => return Err(e),
+            Err(e) => return Err(io::Error::new(io::ErrorKind::BrokenPipe, e.to_string())),
+        };
         self.publish_cpu();
         let mut tx = lock(&self.tx.tx);
         let nb = self.nonblocking.load(Ordering::Relaxed);
@@ -405,7 +503,8 @@ impl Conn {
             }
             ring::writer_wants_half(&r, &tx);
             let ec = &r.slot.cons.space_ec;
-            let peer_cpu = self.rxr().ok().map(|p| &p.slot.prod.cpu);
+            let peer = rxs.and_then(|s| s.ring().ok());
+            let peer_cpu = peer.as_ref().map(|p| &p.slot.prod.cpu);
             let hint = SpinHint {
                 budget_ns: &self.tx_spin,
                 peer_cpu,
@@ -461,11 +560,11 @@ impl Conn {
             self.ep.close_tx(&self.tx);
         }
         if new & SHUT_RD != 0 {
-            if let Ok(r) = self.rxr() {
-                // Release; pairs with the Acquire in the peer's `reader_closed`.
-                r.slot.cons.flags.store(FLAG_CLOSED, Ordering::Release);
-                r.slot.cons.space_ec.notify_all();
-                r.slot.prod.data_ec.notify_all();
+            // Under `hs`: if the reply has not come yet, `establish` raises
+            // the flag when it does.
+            let _hs = lock(&self.hs);
+            if let Some(side) = self.rxs.get() {
+                side.close_reader();
             }
         }
     }
@@ -474,6 +573,15 @@ impl Conn {
 impl Drop for Conn {
     fn drop(&mut self) {
         self.shutdown(Shutdown::Both);
+        if self.rxs.get().is_none() {
+            // A connector dropped while its connection waits in the
+            // backlog: the listener can no longer learn of it through our
+            // consumer flag, so say so on the socket. Its end reports a
+            // hang-up (`Liveness::dead`); what we wrote stays readable.
+            if let Liveness::Socket(s) = &*self.live {
+                let _ = crate::raw::shutdown_write(s);
+            }
+        }
         self.ep.retire(self.tx.clone(), self.live.clone());
     }
 }
@@ -499,14 +607,21 @@ impl fmt::Debug for ShmStream {
 }
 
 impl ShmStream {
-    /// Connects to a listener (waits until it accepts, refuses, or dies).
+    /// Connects to a listener. Returns once the listener's backlog holds the
+    /// connection (as `connect(2)` does), without waiting for `accept`:
+    /// what is written meanwhile waits in the connection's buffer, and the
+    /// first read waits for the listener to accept. `ConnectionRefused` if
+    /// nobody listens or the backlog is full.
     pub fn connect(addr: &crate::SockAddr) -> io::Result<ShmStream> {
-        crate::handshake::connect(addr, None)
+        crate::handshake::connect(addr)
     }
 
-    /// Connects, giving up with `TimedOut` after `timeout`.
+    /// Connects like [`connect`](ShmStream::connect), which never waits
+    /// (the backlog takes the connection or refuses it at once); the
+    /// timeout is only checked, as `TcpStream::connect_timeout` checks it.
     pub fn connect_timeout(addr: &crate::SockAddr, timeout: Duration) -> io::Result<ShmStream> {
-        crate::handshake::connect(addr, Some(timeout))
+        let _ = timeout;
+        crate::handshake::connect(addr)
     }
 
     /// The peer's address.
@@ -572,10 +687,14 @@ impl ShmStream {
         self.c.tx.alloc.load(Ordering::Relaxed)
     }
 
-    /// The chunk size the peer last announced in a fragment header (0 before
-    /// the first fragment).
+    /// The chunk size the peer last announced in a fragment header (before
+    /// the first fragment: the one of the handshake, or 0 while a
+    /// connector's connection waits in the listener's backlog).
     pub fn recv_chunk(&self) -> u32 {
-        lock(&self.c.rx).chunk
+        match lock(&self.c.rx).chunk {
+            0 => self.c.rxs.get().map_or(0, |s| s.ring.chunk),
+            c => c,
+        }
     }
 }
 

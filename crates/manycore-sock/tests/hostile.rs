@@ -491,7 +491,7 @@ fn survive(role: &str) {
         let (mut bad, mut good) = (0u64, 0u64);
         let mut keep = Vec::new();
         while Instant::now() < end {
-            match ShmStream::connect_timeout(&a2, Duration::from_millis(20)) {
+            match ShmStream::connect(&a2) {
                 Ok(s) => {
                     good += 1;
                     s.set_write_timeout(Some(Duration::from_millis(5))).unwrap();
@@ -500,7 +500,21 @@ fn survive(role: &str) {
                         Err(e) if allowed(&e) => bad += 1,
                         Err(e) => panic!("own write: unexpected {e:?}"),
                     }
+                    // Wait (a little) for the accept: the reply maps the
+                    // listener's region here too.
+                    s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+                    match (&s).read(&mut [0u8; 1]) {
+                        Ok(_) => {}
+                        Err(e) if allowed(&e) => bad += 1,
+                        Err(e) => panic!("own read: unexpected {e:?}"),
+                    }
                     keep.push(s);
+                }
+                // Connecting never waits: our own connector can fill the
+                // backlog faster than the survivor accepts.
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                    bad += 1;
+                    std::thread::sleep(Duration::from_millis(5));
                 }
                 Err(e) if allowed(&e) => bad += 1,
                 Err(e) => panic!("connect: unexpected {e:?}"),
@@ -630,13 +644,13 @@ fn forged_requests_are_refused() {
     // Still usable.
     let a = ns.ns.addr(PORT);
     let th = std::thread::spawn(move || ShmStream::connect(&a).map(drop));
+    th.join().unwrap().unwrap();
     l.set_accept_timeout(Some(Duration::from_secs(30))).unwrap();
     l.accept().unwrap();
-    th.join().unwrap().unwrap();
 }
 
-/// A hand-made listener that replies with bad regions: every connect fails
-/// with `InvalidData`, none faults.
+/// A hand-made listener that replies with bad regions: every connection
+/// fails with `InvalidData` when it reads the reply, none faults.
 #[test]
 fn evil_listener_replies_are_refused() {
     let ns = TestNs::new();
@@ -648,8 +662,14 @@ fn evil_listener_replies_are_refused() {
     let mut n = 0;
     let t = Instant::now();
     while n < 8 {
-        match ShmStream::connect_timeout(&addr, Duration::from_secs(10)) {
-            Ok(s) => panic!("connected to an evil listener: {s:?}"),
+        // Connecting succeeds (the backlog holds the connection); the
+        // reply is taken, and refused, when the stream first reads.
+        let read_reply = |s: ShmStream| {
+            s.set_read_timeout(Some(Duration::from_secs(10)))?;
+            (&s).read(&mut [0u8; 1])
+        };
+        match ShmStream::connect(&addr).and_then(read_reply) {
+            Ok(n) => panic!("read {n} bytes from an evil listener"),
             Err(e) if e.kind() == ErrorKind::InvalidData => n += 1,
             Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
                 // Not bound yet.
