@@ -9,7 +9,7 @@ use crate::handshake::{self, Served};
 use crate::layout::KIND_LISTENER;
 use crate::namespace::{Rendezvous, SockAddr};
 use crate::raw;
-use crate::stream::{lock, PeerAddr, ShmStream};
+use crate::stream::{check_timeout, deadline_after, lock, PeerAddr, ShmStream};
 use manycore_sync::atomic::{AtomicBool, Ordering};
 use manycore_sync::SpinBudget;
 use std::fmt;
@@ -32,7 +32,15 @@ struct Pending {
 }
 
 /// A listening endpoint, shaped like `std::net::TcpListener`.
+///
+/// [`try_clone`](ShmListener::try_clone) gives handles that share
+/// everything (backlog, non-blocking mode, accept timeout), as clones of a
+/// socket share its open file description.
 pub struct ShmListener {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
     ep: Arc<Endpoint>,
     rv: Rendezvous,
     addr: SockAddr,
@@ -45,50 +53,100 @@ pub struct ShmListener {
 impl fmt::Debug for ShmListener {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ShmListener")
-            .field("addr", &self.addr)
+            .field("addr", &self.inner.addr)
             .finish()
     }
 }
 
+/// Where `bind` to port 0 looks for a free port (Linux's default
+/// ephemeral range).
+const EPHEMERAL: std::ops::RangeInclusive<u32> = 32768..=60999;
+
 impl ShmListener {
     /// Binds `addr` with the default [`Config`] (256 KiB buffer).
-    /// `AddrInUse` if a live endpoint holds the port.
+    /// `AddrInUse` if a live endpoint holds the port; port 0 picks a free
+    /// port, which [`local_addr`](ShmListener::local_addr) tells.
     pub fn bind(addr: &SockAddr) -> io::Result<ShmListener> {
         Self::bind_with(addr, Config::default())
     }
 
     /// Binds `addr` with an explicit configuration.
     pub fn bind_with(addr: &SockAddr, config: Config) -> io::Result<ShmListener> {
-        let ep = Endpoint::create(&format!("p{}", addr.port()), KIND_LISTENER, config.params())?;
-        let rv = addr
-            .namespace()
-            .listen(addr.port(), config.backlog.max(1))?;
+        let ns = addr.namespace();
+        let backlog = config.backlog.max(1);
+        // Check the parameters before taking a name.
+        config.params().layout()?;
+        let (port, rv) = if addr.port() == 0 {
+            let span = EPHEMERAL.end() - EPHEMERAL.start() + 1;
+            let start = (raw::random_u64() % span as u64) as u32;
+            let mut found = None;
+            for i in 0..span {
+                let port = EPHEMERAL.start() + (start + i) % span;
+                match ns.listen(port, backlog) {
+                    Ok(rv) => {
+                        found = Some((port, rv));
+                        break;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::AddrInUse => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            found.ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::AddrInUse,
+                    "manycore-sock: no free port in the ephemeral range",
+                )
+            })?
+        } else {
+            (addr.port(), ns.listen(addr.port(), backlog)?)
+        };
+        // Connectors may queue from here on; they are served once `accept`
+        // runs, by then with the endpoint below.
+        let ep = Endpoint::create(&format!("p{port}"), KIND_LISTENER, config.params())?;
         Ok(ShmListener {
-            ep,
-            rv,
-            addr: addr.clone(),
-            config,
-            pending: Mutex::new(Vec::new()),
-            nonblocking: AtomicBool::new(false),
-            timeout: Mutex::new(None),
+            inner: Arc::new(Inner {
+                ep,
+                rv,
+                addr: ns.addr(port),
+                config,
+                pending: Mutex::new(Vec::new()),
+                nonblocking: AtomicBool::new(false),
+                timeout: Mutex::new(None),
+            }),
         })
     }
 
-    /// The bound address.
+    /// The bound address (with the port picked, if bound to port 0).
     pub fn local_addr(&self) -> io::Result<SockAddr> {
-        Ok(self.addr.clone())
+        Ok(self.inner.addr.clone())
+    }
+
+    /// A second handle to the same listener (shares its state and options).
+    pub fn try_clone(&self) -> io::Result<ShmListener> {
+        Ok(ShmListener {
+            inner: self.inner.clone(),
+        })
     }
 
     /// In non-blocking mode `accept` returns `WouldBlock` when nobody waits.
     pub fn set_nonblocking(&self, nonblocking: bool) -> io::Result<()> {
-        self.nonblocking.store(nonblocking, Ordering::Relaxed);
+        self.inner.nonblocking.store(nonblocking, Ordering::Relaxed);
         Ok(())
     }
 
-    /// Bounds each `accept` (`TimedOut` after it). `None` waits forever.
+    /// Bounds each `accept`: after it, `accept` returns `WouldBlock`, as
+    /// `accept(2)` on a socket with `SO_RCVTIMEO` does. `None` waits
+    /// forever; a zero duration is `InvalidInput`, as for the streams'
+    /// timeouts; any other, `Duration::MAX` included, is accepted.
     pub fn set_accept_timeout(&self, t: Option<Duration>) -> io::Result<()> {
-        *lock(&self.timeout) = t;
+        check_timeout(t)?;
+        *lock(&self.inner.timeout) = t;
         Ok(())
+    }
+
+    /// The accept timeout.
+    pub fn accept_timeout(&self) -> io::Result<Option<Duration>> {
+        Ok(*lock(&self.inner.timeout))
     }
 
     /// Iterates over incoming connections (`accept` in a loop).
@@ -101,11 +159,17 @@ impl ShmListener {
     /// listener stays usable); connectors that went away are skipped.
     /// Concurrent calls take turns.
     pub fn accept(&self) -> io::Result<(ShmStream, PeerAddr)> {
+        self.inner.accept()
+    }
+}
+
+impl Inner {
+    fn accept(&self) -> io::Result<(ShmStream, PeerAddr)> {
         let nb = self.nonblocking.load(Ordering::Relaxed);
         let deadline = if nb {
             Some(Instant::now())
         } else {
-            lock(&self.timeout).map(|d| Instant::now() + d)
+            lock(&self.timeout).and_then(deadline_after)
         };
         let cap = self.config.backlog.max(1) as usize;
         // Spin per the wait mode before sleeping in poll(2): a connector
@@ -160,7 +224,10 @@ impl ShmListener {
             }
             let left = deadline.map(|d| d.saturating_duration_since(now));
             if left == Some(Duration::ZERO) {
-                return Err(io::Error::from(io::ErrorKind::TimedOut));
+                return Err(io::Error::new(
+                    io::ErrorKind::WouldBlock,
+                    "manycore-sock: accept timed out",
+                ));
             }
             if spin.spin() {
                 continue;

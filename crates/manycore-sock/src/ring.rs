@@ -78,7 +78,7 @@ impl TxState {
 }
 
 /// Receiver-private state of a ring.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct RxState {
     pub tail: u64,
     pub head: u64,
@@ -401,7 +401,7 @@ pub(crate) fn try_read<M: RingMem>(
     }
     let mut n = 0usize;
     let start = st.tail;
-    let res = read_loop(r, st, buf, &mut n);
+    let res = read_loop(r, st, buf, &mut n, true);
     // No release of this call goes untold: the writer may be about to sleep.
     if st.tail != start {
         fence(Ordering::SeqCst);
@@ -418,11 +418,40 @@ pub(crate) fn try_read<M: RingMem>(
     }
 }
 
+/// Copies available bytes into `buf` without consuming them (`peek`): the
+/// walk runs on a copy of the reader's state and releases nothing, so the
+/// writer sees no `tail` move. A fragment found invalid poisons the ring as
+/// a read would.
+pub(crate) fn try_peek<M: RingMem>(
+    r: &RingRef<'_, M>,
+    st: &mut RxState,
+    buf: &mut [u8],
+) -> io::Result<usize> {
+    if st.broken {
+        return Err(invalid("ring state (earlier)"));
+    }
+    let mut ahead = st.clone();
+    let mut n = 0usize;
+    match read_loop(r, &mut ahead, buf, &mut n, false) {
+        Ok(()) => Ok(n),
+        // What precedes the bad fragment is good; the next read stops there.
+        Err(_) if n > 0 => Ok(n),
+        Err(e) => {
+            st.broken = true;
+            Err(e)
+        }
+    }
+}
+
+/// Copies fragments out into `buf`. With `consume`, each finished fragment
+/// is released (`tail` published); without it (`try_peek`) the walk only
+/// advances the private copy `st`.
 fn read_loop<M: RingMem>(
     r: &RingRef<'_, M>,
     st: &mut RxState,
     buf: &mut [u8],
     n: &mut usize,
+    consume: bool,
 ) -> io::Result<()> {
     let lay = r.layout();
     let max = lay.max_chunk_at(r.base) as usize;
@@ -444,7 +473,9 @@ fn read_loop<M: RingMem>(
                 if st.roff == st.chunk as usize {
                     st.roff = 0;
                 }
-                release(r, st);
+                if consume {
+                    release(r, st);
+                }
             } else {
                 st.cur = Some((poff, len, done + take, fsz));
             }
@@ -480,7 +511,9 @@ fn read_loop<M: RingMem>(
             if st.roff == chunk as usize {
                 st.roff = 0;
             }
-            release(r, st);
+            if consume {
+                release(r, st);
+            }
             continue;
         }
         st.cur = Some((st.roff + FRAG_HDR, len, 0, fsz));

@@ -34,6 +34,21 @@ pub struct PeerAddr {
     pub endpoint: String,
 }
 
+impl PeerAddr {
+    /// The listener's address, if this names a listener's endpoint
+    /// (`p<port>`); None for a client endpoint.
+    pub fn as_sock_addr(&self) -> Option<crate::SockAddr> {
+        let port = self.endpoint.strip_prefix('p')?.parse().ok()?;
+        Some(self.namespace.addr(port))
+    }
+
+    /// True for a connector's end (a client endpoint has no port), as
+    /// std's `SocketAddr::is_unnamed` is for an unbound Unix socket.
+    pub fn is_unnamed(&self) -> bool {
+        self.as_sock_addr().is_none()
+    }
+}
+
 impl fmt::Display for PeerAddr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{} (pid {})", self.namespace, self.endpoint, self.pid)
@@ -198,10 +213,16 @@ pub(crate) struct Conn {
     /// `last_check` rate-limits the probes of `live`.
     pub dead: AtomicBool,
     pub last_check: Mutex<Instant>,
+    /// `take_error` reported the handshake's failure (Relaxed).
+    pub error_taken: AtomicBool,
     /// Adaptive spin budgets (ns) of the read and write waits.
     pub rx_spin: AtomicU32,
     pub tx_spin: AtomicU32,
 }
+
+/// How long a connector's first read spins for the listener's reply before
+/// it sleeps in poll(2).
+const REPLY_SPIN: Duration = Duration::from_micros(200);
 
 /// How often a writer that never has to wait probes the peer's liveness.
 const PROBE_EVERY: Duration = Duration::from_millis(20);
@@ -273,6 +294,7 @@ impl Conn {
             shut: AtomicU8::new(0),
             dead: AtomicBool::new(false),
             last_check: Mutex::new(Instant::now()),
+            error_taken: AtomicBool::new(false),
             rx_spin: AtomicU32::new(u32::MAX),
             tx_spin: AtomicU32::new(u32::MAX),
         };
@@ -353,6 +375,11 @@ impl Conn {
     /// a connector whose connection still waits in the listener's backlog
     /// sleeps on its socket, where the reply (or a hang-up) arrives.
     fn established(&self, nb: bool, deadline: Option<Instant>) -> io::Result<&RxSide> {
+        // Spin first: a reply that comes within the budget costs no sleep,
+        // and no wake-up through the socket. That is a "sync" wake-up, which
+        // moves this thread to the listener's CPU, and the stream that
+        // follows would run both ends there.
+        let mut spin = SpinBudget::new(REPLY_SPIN);
         loop {
             if let Some(s) = self.establish()? {
                 return Ok(s);
@@ -364,27 +391,30 @@ impl Conn {
             if left == Some(Duration::ZERO) {
                 return Err(self.timed_out());
             }
+            if spin.spin() {
+                continue;
+            }
             if let Liveness::Socket(sock) = &*self.live {
                 crate::raw::poll_in(&[sock.as_fd()], Some(left.unwrap_or(SLICE).min(SLICE)));
             }
         }
     }
     fn deadline(&self, t: &Mutex<Option<Duration>>) -> Option<Instant> {
-        lock(t).map(|d| Instant::now() + d)
+        lock(t).and_then(deadline_after)
     }
+    /// An expired read or write timeout: `WouldBlock`, as `EAGAIN` from a
+    /// Unix socket with `SO_RCVTIMEO`/`SO_SNDTIMEO` (what std returns).
     fn timed_out(&self) -> io::Error {
-        if self.nonblocking.load(Ordering::Relaxed) {
-            io::Error::from(io::ErrorKind::WouldBlock)
-        } else {
-            io::Error::from(io::ErrorKind::TimedOut)
-        }
+        io::Error::new(io::ErrorKind::WouldBlock, "manycore-sock: timed out")
     }
 
-    fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+    /// Reads (`peek`: copies without consuming). With `wait` false it never
+    /// waits (the second and later buffers of a vectored read).
+    fn read(&self, buf: &mut [u8], peek: bool, wait: bool) -> io::Result<usize> {
         if buf.is_empty() || self.shut.load(Ordering::Relaxed) & SHUT_RD != 0 {
             return Ok(0);
         }
-        let nb = self.nonblocking.load(Ordering::Relaxed);
+        let nb = !wait || self.nonblocking.load(Ordering::Relaxed);
         let deadline = if nb {
             Some(Instant::now())
         } else {
@@ -398,8 +428,15 @@ impl Conn {
             rx.chunk = side.ring.chunk;
         }
         let mode = *lock(&self.mode);
+        let take = |rx: &mut RxState, buf: &mut [u8]| {
+            if peek {
+                ring::try_peek(&r, rx, buf)
+            } else {
+                ring::try_read(&r, rx, buf)
+            }
+        };
         loop {
-            let n = ring::try_read(&r, &mut rx, buf)?;
+            let n = take(&mut rx, buf)?;
             if n > 0 {
                 return Ok(n);
             }
@@ -428,7 +465,7 @@ impl Conn {
                 Waited::Ready => {}
                 Waited::PeerDead => {
                     self.mark_dead_if(true);
-                    let n = ring::try_read(&r, &mut rx, buf)?;
+                    let n = take(&mut rx, buf)?;
                     if n > 0 {
                         return Ok(n);
                     }
@@ -446,7 +483,9 @@ impl Conn {
         }
     }
 
-    fn write(&self, buf: &[u8]) -> io::Result<usize> {
+    /// Writes; with `wait` false it never waits (the second and later
+    /// buffers of a vectored write).
+    fn write(&self, buf: &[u8], wait: bool) -> io::Result<usize> {
         if self.shut.load(Ordering::Relaxed) & SHUT_WR != 0 {
             return Err(io::Error::new(
                 io::ErrorKind::BrokenPipe,
@@ -467,7 +506,7 @@ impl Conn {
         };
         self.publish_cpu();
         let mut tx = lock(&self.tx.tx);
-        let nb = self.nonblocking.load(Ordering::Relaxed);
+        let nb = !wait || self.nonblocking.load(Ordering::Relaxed);
         let deadline = if nb {
             Some(Instant::now())
         } else {
@@ -525,6 +564,56 @@ impl Conn {
                 Waited::TimedOut => return Err(self.timed_out()),
             }
         }
+    }
+
+    /// `read_vectored`: fills the buffers in order; only the first non-empty
+    /// one may wait, the rest take what is there already.
+    fn read_vectored(&self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+        let mut it = bufs.iter_mut().filter(|b| !b.is_empty());
+        let Some(first) = it.next() else {
+            return Ok(0);
+        };
+        let mut n = self.read(first, false, true)?;
+        if n < first.len() {
+            return Ok(n);
+        }
+        for b in it {
+            match self.read(b, false, false) {
+                Ok(k) => {
+                    n += k;
+                    if k < b.len() {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        Ok(n)
+    }
+
+    /// `write_vectored`: writes the buffers in order; only the first
+    /// non-empty one may wait, the rest go in as far as there is room.
+    fn write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        let mut it = bufs.iter().filter(|b| !b.is_empty());
+        let Some(first) = it.next() else {
+            return self.write(&[], true);
+        };
+        let mut n = self.write(first, true)?;
+        if n < first.len() {
+            return Ok(n);
+        }
+        for b in it {
+            match self.write(b, false) {
+                Ok(k) => {
+                    n += k;
+                    if k < b.len() {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        Ok(n)
     }
 
     /// Waits until no shrinking neighbour still has data in our new block.
@@ -619,14 +708,70 @@ impl ShmStream {
     /// Connects like [`connect`](ShmStream::connect), which never waits
     /// (the backlog takes the connection or refuses it at once); the
     /// timeout is only checked, as `TcpStream::connect_timeout` checks it.
+    /// A zero `timeout` is `InvalidInput`, as in std; any other is accepted.
     pub fn connect_timeout(addr: &crate::SockAddr, timeout: Duration) -> io::Result<ShmStream> {
-        let _ = timeout;
+        check_timeout(Some(timeout))?;
         crate::handshake::connect(addr)
+    }
+
+    /// A connected pair of streams, as `UnixStream::pair`: made through a
+    /// listener of a fresh private namespace, dropped once it has accepted.
+    pub fn pair() -> io::Result<(ShmStream, ShmStream)> {
+        let l = crate::ShmListener::bind(&crate::Namespace::private().addr(0))?;
+        let a = ShmStream::connect(&l.local_addr()?)?;
+        l.set_nonblocking(true)?;
+        // The connection is in the backlog already: accept does not wait.
+        let (b, _) = l.accept()?;
+        Ok((a, b))
     }
 
     /// The peer's address.
     pub fn peer_addr(&self) -> io::Result<PeerAddr> {
         Ok(self.c.peer_addr.clone())
+    }
+
+    /// This end's address: the listener's endpoint (`p<port>`) for an
+    /// accepted stream, the process's client endpoint (`c<pid>-<n>`, which
+    /// [`PeerAddr::is_unnamed`] reports as unnamed) for a connector.
+    pub fn local_addr(&self) -> io::Result<PeerAddr> {
+        Ok(PeerAddr {
+            namespace: self.c.peer_addr.namespace.clone(),
+            pid: crate::raw::getpid(),
+            endpoint: self.c.ep.shm.name.clone(),
+        })
+    }
+
+    /// Reads without consuming: the next `read` returns the same bytes.
+    /// Waits as `read` does (timeout, non-blocking mode).
+    pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.c.read(buf, true, true)
+    }
+
+    /// True: `write_vectored` writes several buffers in one call (std's
+    /// `Write::is_write_vectored` is unstable, hence an inherent method).
+    pub fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    /// True: `read_vectored` fills several buffers in one call.
+    pub fn is_read_vectored(&self) -> bool {
+        true
+    }
+
+    /// The error of a connection the listener refused or answered with an
+    /// invalid reply after `connect` had returned (reported once; reads
+    /// and writes keep failing), like `SO_ERROR`. `Ok(None)` otherwise.
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        if self.c.rxs.get().is_none() {
+            let _ = self.c.establish();
+        }
+        let hs = lock(&self.c.hs);
+        match &*hs {
+            Some((kind, why)) if !self.c.error_taken.swap(true, Ordering::Relaxed) => {
+                Ok(Some(io::Error::new(*kind, why.clone())))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// A second handle to the same connection (shares options and state).
@@ -698,28 +843,30 @@ impl ShmStream {
     }
 }
 
-fn check_timeout(t: Option<Duration>) -> io::Result<()> {
-    if t == Some(Duration::ZERO) {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "zero timeout"));
-    }
-    Ok(())
-}
-
 impl Read for ShmStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.c.read(buf)
+        self.c.read(buf, false, true)
+    }
+    fn read_vectored(&mut self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+        self.c.read_vectored(bufs)
     }
 }
 
 impl Read for &ShmStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.c.read(buf)
+        self.c.read(buf, false, true)
+    }
+    fn read_vectored(&mut self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+        self.c.read_vectored(bufs)
     }
 }
 
 impl Write for ShmStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.c.write(buf)
+        self.c.write(buf, true)
+    }
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.c.write_vectored(bufs)
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
@@ -728,9 +875,30 @@ impl Write for ShmStream {
 
 impl Write for &ShmStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.c.write(buf)
+        self.c.write(buf, true)
+    }
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.c.write_vectored(bufs)
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
+}
+
+/// `Instant::now() + d`, or None (no deadline) where that is beyond what an
+/// `Instant` can hold: every `Duration` is a valid timeout.
+pub(crate) fn deadline_after(d: Duration) -> Option<Instant> {
+    Instant::now().checked_add(d)
+}
+
+/// Refuses a zero timeout, as std's sockets do (`InvalidInput`); any other
+/// duration, `Duration::MAX` included, is accepted.
+pub(crate) fn check_timeout(t: Option<Duration>) -> io::Result<()> {
+    if t == Some(Duration::ZERO) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "cannot set a 0 duration timeout",
+        ));
+    }
+    Ok(())
 }
