@@ -14,7 +14,7 @@ use manycore_sync::atomic::{AtomicBool, Ordering};
 use manycore_sync::SpinBudget;
 use std::fmt;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -23,6 +23,13 @@ use std::time::{Duration, Instant};
 const REQUEST_WAIT: Duration = Duration::from_secs(10);
 /// Longest single sleep of `accept` (it re-checks request deadlines).
 const ACCEPT_SLICE: Duration = Duration::from_secs(1);
+
+/// The pending set and whether the rendezvous socket is in the epoll set.
+#[derive(Debug)]
+struct PendSet {
+    v: Vec<Pending>,
+    rv_in: bool,
+}
 
 /// A connection taken from the kernel's queue whose request has not arrived.
 #[derive(Debug)]
@@ -45,7 +52,12 @@ struct Inner {
     rv: Rendezvous,
     addr: SockAddr,
     config: Config,
-    pending: Mutex<Vec<Pending>>,
+    pending: Mutex<PendSet>,
+    /// The readiness descriptor (`AsFd`): an epoll set of the rendezvous
+    /// socket (while the pending set has room) and the pending
+    /// connections, so that it is readable when `accept` could make
+    /// progress: a connection queued or a request arrived.
+    epoll: OwnedFd,
     nonblocking: AtomicBool,
     timeout: Mutex<Option<Duration>>,
 }
@@ -103,13 +115,19 @@ impl ShmListener {
         // Connectors may queue from here on; they are served once `accept`
         // runs, by then with the endpoint below.
         let ep = Endpoint::create(&format!("p{port}"), KIND_LISTENER, config.params())?;
+        let epoll = raw::epoll()?;
+        raw::epoll_watch(&epoll, rv.fd.as_fd(), true)?;
         Ok(ShmListener {
             inner: Arc::new(Inner {
                 ep,
                 rv,
                 addr: ns.addr(port),
                 config,
-                pending: Mutex::new(Vec::new()),
+                pending: Mutex::new(PendSet {
+                    v: Vec::new(),
+                    rv_in: true,
+                }),
+                epoll,
                 nonblocking: AtomicBool::new(false),
                 timeout: Mutex::new(None),
             }),
@@ -183,28 +201,50 @@ impl Inner {
         });
         loop {
             let now = Instant::now();
-            let mut pend = lock(&self.pending);
+            let mut guard = lock(&self.pending);
+            let set = &mut *guard;
+            let pend = &mut set.v;
+            let unwatch = |p: Pending| {
+                let _ = raw::epoll_watch(&self.epoll, p.sock.as_fd(), false);
+                p.sock
+            };
             // Connectors that died before posting their request make room
             // (looked for only when room is short: a poll per entry).
             if pend.len() >= cap {
-                pend.retain(|p| !raw::closed(&p.sock));
+                let mut i = 0;
+                while i < pend.len() {
+                    if raw::closed(&pend[i].sock) {
+                        drop(unwatch(pend.remove(i)));
+                    } else {
+                        i += 1;
+                    }
+                }
             }
             while pend.len() < cap {
                 match raw::accept(&self.rv.fd)? {
-                    Some(sock) => pend.push(Pending { sock, since: now }),
+                    Some(sock) => {
+                        raw::epoll_watch(&self.epoll, sock.as_fd(), true)?;
+                        pend.push(Pending { sock, since: now });
+                    }
                     None => break,
                 }
+            }
+            // The rendezvous counts for readiness only while accept would
+            // take from it.
+            if set.rv_in != (pend.len() < cap) {
+                set.rv_in = pend.len() < cap;
+                raw::epoll_watch(&self.epoll, self.rv.fd.as_fd(), set.rv_in)?;
             }
             let mut buf = [0u8; 40];
             let mut i = 0;
             while i < pend.len() {
                 match raw::recv_msg(&pend[i].sock, &mut buf) {
                     Ok(None) if now.duration_since(pend[i].since) < REQUEST_WAIT => i += 1,
-                    Ok(None) | Err(_) => drop(pend.remove(i)),
+                    Ok(None) | Err(_) => drop(unwatch(pend.remove(i))),
                     Ok(Some(m)) => {
                         // In arrival order (`remove`, not `swap_remove`):
                         // the backlog is first come, first served.
-                        let sock = pend.remove(i).sock;
+                        let sock = unwatch(pend.remove(i));
                         let served = handshake::serve(
                             &self.ep,
                             self.addr.namespace(),
@@ -258,5 +298,22 @@ impl Iterator for Incoming<'_> {
     type Item = io::Result<ShmStream>;
     fn next(&mut self) -> Option<Self::Item> {
         Some(self.l.accept().map(|(s, _)| s))
+    }
+}
+
+/// The listener's readiness descriptor, for an event loop to poll for
+/// *readable*: an epoll set that is readable when `accept` can make
+/// progress (a connection in the backlog, a pending connection's request
+/// arrived or its connector gone). Set the listener non-blocking and call
+/// `accept` until `WouldBlock` after each event. Only poll it.
+impl AsFd for ShmListener {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.inner.epoll.as_fd()
+    }
+}
+
+impl AsRawFd for ShmListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.inner.epoll.as_raw_fd()
     }
 }

@@ -588,3 +588,53 @@ pub(crate) fn random_u64() -> u64 {
     let _ = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
     u64::from_le_bytes(b) ^ (std::process::id() as u64) << 32
 }
+
+/// A close-on-exec epoll instance.
+pub(crate) fn epoll() -> io::Result<OwnedFd> {
+    // SAFETY: plain epoll_create1(2) call.
+    let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+    // SAFETY: a fresh descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Adds `fd` to the epoll set `ep` (level-triggered, readable or hung up),
+/// or removes it.
+pub(crate) fn epoll_watch(ep: &OwnedFd, fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    let mut ev = libc::epoll_event {
+        events: (libc::EPOLLIN | libc::EPOLLRDHUP) as u32,
+        u64: fd.as_raw_fd() as u64,
+    };
+    let op = if on {
+        libc::EPOLL_CTL_ADD
+    } else {
+        libc::EPOLL_CTL_DEL
+    };
+    // SAFETY: valid descriptors and a valid event (ignored for DEL).
+    cvt(unsafe { libc::epoll_ctl(ep.as_raw_fd(), op, fd.as_raw_fd(), &mut ev) }).map(drop)
+}
+
+/// Registers a stream's readiness descriptor with tokio's reactor (for
+/// readable events).
+#[cfg(feature = "tokio")]
+pub(crate) fn async_stream(
+    s: crate::ShmStream,
+) -> io::Result<tokio::io::unix::AsyncFd<crate::ShmStream>> {
+    // SAFETY: the stream's `as_raw_fd` is its end of the connection's Unix
+    // socket, owned by the connection (`Liveness::Socket`), which the
+    // stream keeps alive (an `Arc`) and never replaces: the descriptor
+    // stays open and the same while the `AsyncFd` owns the stream.
+    unsafe { tokio::io::unix::AsyncFd::register_with_interest(s, tokio::io::Interest::READABLE) }
+        .map_err(|e| e.into_parts().1)
+}
+
+/// Registers a listener's readiness descriptor with tokio's reactor.
+#[cfg(feature = "tokio")]
+pub(crate) fn async_listener(
+    l: crate::ShmListener,
+) -> io::Result<tokio::io::unix::AsyncFd<crate::ShmListener>> {
+    // SAFETY: the listener's `as_raw_fd` is its epoll set, owned by the
+    // listener's shared state, which the listener keeps alive (an `Arc`)
+    // and never replaces.
+    unsafe { tokio::io::unix::AsyncFd::register_with_interest(l, tokio::io::Interest::READABLE) }
+        .map_err(|e| e.into_parts().1)
+}

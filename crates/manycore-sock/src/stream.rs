@@ -215,10 +215,27 @@ pub(crate) struct Conn {
     pub last_check: Mutex<Instant>,
     /// `take_error` reported the handshake's failure (Relaxed).
     pub error_taken: AtomicBool,
+    /// Someone took the readiness descriptor (`AsFd`, `AsRawFd`) to poll
+    /// it: from then on a non-blocking call that returns `WouldBlock` arms
+    /// its direction (see "Readiness" in `README.md`). Relaxed, never
+    /// cleared.
+    pub polled: AtomicBool,
+    /// The read direction is armed (under `rx`; mirrored here, Relaxed, so
+    /// that a read checks it without a look at shared memory).
+    pub read_armed: AtomicBool,
+    /// The write direction is armed (under `tx.tx`, mirrored likewise).
+    pub write_armed: AtomicBool,
+    /// The last non-blocking write that returned `WouldBlock` could not arm
+    /// (it waits for a shrinking neighbour's ring, whose wake-ups go to
+    /// that ring's peer): an event loop must retry on its own.
+    pub write_unarmed: AtomicBool,
     /// Adaptive spin budgets (ns) of the read and write waits.
     pub rx_spin: AtomicU32,
     pub tx_spin: AtomicU32,
 }
+
+/// The one-byte message that rings a peer's readiness descriptor.
+const DOORBELL: u8 = 0xdb;
 
 /// How long a connector's first read spins for the listener's reply before
 /// it sleeps in poll(2).
@@ -295,6 +312,10 @@ impl Conn {
             dead: AtomicBool::new(false),
             last_check: Mutex::new(Instant::now()),
             error_taken: AtomicBool::new(false),
+            polled: AtomicBool::new(false),
+            read_armed: AtomicBool::new(false),
+            write_armed: AtomicBool::new(false),
+            write_unarmed: AtomicBool::new(false),
             rx_spin: AtomicU32::new(u32::MAX),
             tx_spin: AtomicU32::new(u32::MAX),
         };
@@ -336,6 +357,35 @@ impl Conn {
     fn txr(&self) -> io::Result<RingRef<'_, Shm>> {
         RingRef::new(&*self.ep.shm, self.tx.idx, self.tx.base).ok_or_else(|| ring::invalid("slot"))
     }
+    /// Rings the peer's readiness descriptor (its end of our socket): one
+    /// byte, never waiting. A full socket already holds a doorbell, so a
+    /// failed send loses nothing.
+    fn ring_doorbell(&self) {
+        if let Liveness::Socket(s) = &*self.live {
+            let _ = crate::raw::send_msg(s, &[DOORBELL], None);
+        }
+    }
+
+    /// Empties our socket of doorbells before arming, so that the next one
+    /// makes it readable anew (an edge for edge-triggered pollers). Only
+    /// once the connection is established: until then the socket holds
+    /// the listener's reply, which `establish` takes.
+    fn drain_doorbells(&self) {
+        let Liveness::Socket(s) = &*self.live else {
+            return;
+        };
+        if self.rxs.get().is_none() {
+            return;
+        }
+        let mut b = [0u8; 8];
+        for _ in 0..1024 {
+            match crate::raw::recv_msg(s, &mut b) {
+                Ok(Some(m)) if m.len > 0 => {}
+                _ => break,
+            }
+        }
+    }
+
     /// The ring we read, if the connection is established. A connector
     /// takes the listener's reply here once it has come (without waiting);
     /// a failed handshake is returned as its error.
@@ -427,6 +477,11 @@ impl Conn {
         if rx.chunk == 0 {
             rx.chunk = side.ring.chunk;
         }
+        if self.read_armed.load(Ordering::Relaxed) {
+            let mut armed = true;
+            ring::disarm_reader(&r, &mut armed);
+            self.read_armed.store(false, Ordering::Relaxed);
+        }
         let mode = *lock(&self.mode);
         let take = |rx: &mut RxState, buf: &mut [u8]| {
             if peek {
@@ -436,7 +491,11 @@ impl Conn {
             }
         };
         loop {
-            let n = take(&mut rx, buf)?;
+            let n = take(&mut rx, buf);
+            if std::mem::take(&mut rx.rang) && ring::writer_polls(&r) {
+                self.ring_doorbell();
+            }
+            let n = n?;
             if n > 0 {
                 return Ok(n);
             }
@@ -451,6 +510,19 @@ impl Conn {
                 continue;
             }
             if nb {
+                if wait && self.polled.load(Ordering::Relaxed) {
+                    // An event loop will wait on our socket: arm, and read
+                    // after all if the data came meanwhile.
+                    self.drain_doorbells();
+                    let mut armed = false;
+                    let ready = ring::arm_reader(&r, &mut rx, &mut armed);
+                    if !matches!(ready, Ok(false)) {
+                        ring::disarm_reader(&r, &mut armed);
+                        ready?;
+                        continue;
+                    }
+                    self.read_armed.store(true, Ordering::Relaxed);
+                }
                 return Err(io::Error::from(io::ErrorKind::WouldBlock));
             }
             let ec = &r.slot.prod.data_ec;
@@ -506,6 +578,11 @@ impl Conn {
         };
         self.publish_cpu();
         let mut tx = lock(&self.tx.tx);
+        if self.write_armed.load(Ordering::Relaxed) {
+            let mut armed = true;
+            ring::disarm_writer(&r, &mut armed);
+            self.write_armed.store(false, Ordering::Relaxed);
+        }
         let nb = !wait || self.nonblocking.load(Ordering::Relaxed);
         let deadline = if nb {
             Some(Instant::now())
@@ -514,7 +591,12 @@ impl Conn {
         };
         let mode = *lock(&self.mode);
         if !tx.ready {
-            self.wait_ready(mode, deadline)?;
+            if let Err(e) = self.wait_ready(mode, deadline) {
+                if e.kind() == io::ErrorKind::WouldBlock {
+                    self.write_unarmed.store(true, Ordering::Relaxed);
+                }
+                return Err(e);
+            }
             tx.ready = true;
         }
         loop {
@@ -533,11 +615,25 @@ impl Conn {
             let desired = self.tx.alloc.load(Ordering::Relaxed);
             let res = ring::try_write(&r, &mut tx, desired, buf);
             Endpoint::publish_extent(&self.tx, tx.chunk);
+            if std::mem::take(&mut tx.rang) && ring::reader_polls(&r) {
+                self.ring_doorbell();
+            }
             let n = res?;
             if n > 0 {
                 return Ok(n);
             }
             if nb {
+                if wait && self.polled.load(Ordering::Relaxed) {
+                    self.drain_doorbells();
+                    let mut armed = false;
+                    let ready = ring::arm_writer(&r, &mut tx, desired, &mut armed);
+                    if !matches!(ready, Ok(false)) {
+                        ring::disarm_writer(&r, &mut armed);
+                        ready?;
+                        continue;
+                    }
+                    self.write_armed.store(true, Ordering::Relaxed);
+                }
                 return Err(io::Error::from(io::ErrorKind::WouldBlock));
             }
             ring::writer_wants_half(&r, &tx);
@@ -656,11 +752,29 @@ impl Conn {
                 side.close_reader();
             }
         }
+        if new != 0 && self.rxs.get().is_some() {
+            // After the flags: a peer that polls learns of the shutdown
+            // (EOF, or BrokenPipe on its writes) through its readiness
+            // descriptor.
+            self.ring_doorbell();
+        }
     }
 }
 
 impl Drop for Conn {
     fn drop(&mut self) {
+        // Withdraw a poller's announcements: the peer need not ring us any
+        // more.
+        if self.read_armed.load(Ordering::Relaxed) {
+            if let Some(r) = self.rxs.get().and_then(|s| s.ring().ok()) {
+                ring::disarm_reader(&r, &mut true);
+            }
+        }
+        if self.write_armed.load(Ordering::Relaxed) {
+            if let Ok(r) = self.txr() {
+                ring::disarm_writer(&r, &mut true);
+            }
+        }
         self.shutdown(Shutdown::Both);
         if self.rxs.get().is_none() {
             // A connector dropped while its connection waits in the
@@ -901,4 +1015,30 @@ pub(crate) fn check_timeout(t: Option<Duration>) -> io::Result<()> {
         ));
     }
     Ok(())
+}
+
+/// The stream's readiness descriptor: its end of the connection's Unix
+/// socket, for an event loop to poll for *readable* (mio, tokio's
+/// `AsyncFd`, async-io). It becomes readable when the stream may make
+/// progress in a direction whose non-blocking call last returned
+/// `WouldBlock`: data or EOF to read, room to write, the listener's reply,
+/// or the peer gone. Taking it marks the stream as polled: from then on
+/// such a `WouldBlock` asks the peer to ring the socket (see "Readiness"
+/// in `src/README.md`); a stream nobody polls costs the peer nothing. Only
+/// poll it: reading from or writing to it breaks the connection.
+impl AsFd for ShmStream {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.c.polled.store(true, Ordering::Relaxed);
+        match &*self.c.live {
+            Liveness::Socket(s) => s.as_fd(),
+            // Streams are always made with their socket.
+            Liveness::Never => unreachable!("a stream without a socket"),
+        }
+    }
+}
+
+impl std::os::fd::AsRawFd for ShmStream {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.as_fd().as_raw_fd()
+    }
 }
