@@ -303,3 +303,29 @@ fn polling_writer_is_rung() {
         assert_eq!(ring::try_write(&wr, &mut w.st, 16, &[2]).expect("write"), 1);
     });
 }
+
+/// A shrink in place: the writer has one unread fragment low in its chunk
+/// when the chunk halves, and goes on without waiting for the ring to
+/// drain. Once the shrink is applied it scribbles over the upper half (as
+/// the neighbour that now owns it may): the reader must never read there.
+#[test]
+fn chunk_shrinks_in_place() {
+    model(|| {
+        let (mut w, mut r) = pair(64, 64);
+        let t = loom::thread::spawn(move || {
+            w.write_all(&[1]);
+            w.set_chunk(32);
+            w.write_all(&[2]);
+            assert_eq!(w.st.chunk, 32, "not shrunk in place");
+            // The upper half belongs to a neighbour now.
+            for word in &w.m.data[4..8] {
+                word.store(u64::MAX, Ordering::Relaxed);
+            }
+            w.write_all(&[3]);
+        });
+        let mut buf = [0u8; 3];
+        r.read_exact(&mut buf);
+        assert_eq!(buf, [1, 2, 3]);
+        t.join().unwrap();
+    });
+}

@@ -205,7 +205,11 @@ fn write_loop<M: RingMem>(
                 r.slot.prod.reset.store(st.head, Ordering::Relaxed);
             }
         } else if st.chunk != desired && desired < st.chunk {
-            // Shrink pending: let the ring drain first.
+            // Shrink pending: in place if the unread data and our write
+            // position lie below the new end, else let the ring drain.
+            if shrink_in_place(st, desired) {
+                continue;
+            }
             if !refresh_tail(r, st)? {
                 break;
             }
@@ -258,6 +262,25 @@ fn write_loop<M: RingMem>(
         commit(r, st, start);
     }
     Ok(n)
+}
+
+/// Shrinks a non-empty ring to `desired` without a restart, if that loses
+/// nothing: the unread bytes (`head - tail`, as last seen) lie contiguous
+/// just below the write offset (no wrap), and the write offset lies below
+/// the new end. The writer goes on at its offset with the smaller chunk,
+/// which the next fragment header announces; the reader, which reads only
+/// below the write offset, wraps at the new end from that fragment on (see
+/// "Chunk changes" in `README.md`). The space above the new end holds
+/// only consumed fragments (copied out before the `tail` we acquired), so
+/// the caller may publish the new extent.
+pub(crate) fn shrink_in_place(st: &mut TxState, desired: u32) -> bool {
+    let used = st.head - st.tail;
+    if desired < st.chunk && st.woff < desired as usize && used <= st.woff as u64 {
+        st.chunk = desired;
+        true
+    } else {
+        false
+    }
 }
 
 /// Publishes `head`. Wakes a sleeping reader on the first commit of a

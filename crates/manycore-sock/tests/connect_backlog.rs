@@ -63,23 +63,32 @@ fn a_thousand_connections_queued_before_the_first_accept() {
     };
     let l = ShmListener::bind_with(&addr, cfg).unwrap();
     l.set_accept_timeout(Some(BOUND)).unwrap();
-    let conns: Vec<ShmStream> = (0..N).map(|_| ShmStream::connect(&addr).unwrap()).collect();
-    // Accepted in the order they connected. Each pair talks before the
-    // next accept: a new connection's ring splits a buddy block of an
-    // earlier one, and its first write waits until that ring has drained
-    // (see "Known limits" in src/README.md).
-    for (i, mut c) in conns.into_iter().enumerate() {
+    // Each connects and writes before any accept: what it writes waits in
+    // its ring (each new ring splits an earlier one's block, which shrinks
+    // in place under its unread data).
+    let mut conns = Vec::with_capacity(N);
+    for i in 0..N {
+        let mut c = ShmStream::connect(&addr).unwrap();
+        c.set_write_timeout(Some(BOUND)).unwrap();
+        c.write_all(&(i as u32).to_le_bytes()).unwrap();
+        conns.push(c);
+    }
+    // Accepted in the order they connected, each with what it wrote.
+    let mut accepted = Vec::with_capacity(N);
+    for i in 0..N {
         let (mut s, _) = l.accept().unwrap();
         s.set_read_timeout(Some(BOUND)).unwrap();
-        c.set_read_timeout(Some(BOUND)).unwrap();
         s.set_write_timeout(Some(BOUND)).unwrap();
-        c.set_write_timeout(Some(BOUND)).unwrap();
         let mut b = [0u8; 4];
-        c.write_all(&(i as u32).to_le_bytes()).unwrap();
         s.read_exact(&mut b).unwrap();
         assert_eq!(u32::from_le_bytes(b), i as u32, "accepted out of order");
         s.write_all(&b).unwrap();
-        drop(s);
+        accepted.push(s);
+    }
+    drop(accepted);
+    for (i, mut c) in conns.into_iter().enumerate() {
+        c.set_read_timeout(Some(BOUND)).unwrap();
+        let mut b = [0u8; 4];
         c.read_exact(&mut b).unwrap();
         assert_eq!(u32::from_le_bytes(b), i as u32);
         assert_eq!(c.read(&mut b).unwrap(), 0, "EOF after the acceptor closed");
