@@ -4,9 +4,10 @@
 //! replies with its (slot, offset, size). A two-way handshake. Here the two
 //! messages travel over the connection's Unix socket and carry the regions'
 //! sealed memfds with them (SCM_RIGHTS); the socket stays open for the
-//! connection's life as its liveness signal. The connector does not wait
-//! for the reply: its connection is established once the listener's backlog
-//! holds it, as with a kernel socket. Wire format in `README.md`.
+//! connection's life as its liveness signal and readiness descriptor. The
+//! connector does not wait for the reply: its connection is established
+//! once the listener's backlog holds it, as with a kernel socket. Wire
+//! format in `README.md`.
 
 use crate::config::WaitMode;
 use crate::endpoint::{client_endpoint, Endpoint, Liveness};

@@ -172,10 +172,13 @@ impl ShmListener {
         Incoming { l: self }
     }
 
-    /// Waits for a connection request and completes the handshake. A request
-    /// that fails validation is refused and reported as `InvalidData` (the
-    /// listener stays usable); connectors that went away are skipped.
-    /// Concurrent calls take turns.
+    /// Takes the oldest connection from the backlog (waiting for one per the
+    /// accept timeout and non-blocking mode) and completes its handshake:
+    /// maps the connector's ring, allocates ours, replies. Whatever the
+    /// connector wrote since its `connect` returned is there to read. A
+    /// request that fails validation is refused and reported as
+    /// `InvalidData` (the listener stays usable); a connector that died
+    /// before posting its request is skipped. Concurrent calls take turns.
     pub fn accept(&self) -> io::Result<(ShmStream, PeerAddr)> {
         self.inner.accept()
     }
