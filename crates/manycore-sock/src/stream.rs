@@ -1024,8 +1024,10 @@ pub(crate) fn check_timeout(t: Option<Duration>) -> io::Result<()> {
 /// `WouldBlock`: data or EOF to read, room to write, the listener's reply,
 /// or the peer gone. Taking it marks the stream as polled: from then on
 /// such a `WouldBlock` asks the peer to ring the socket (see "Readiness"
-/// in `src/README.md`); a stream nobody polls costs the peer nothing. Only
-/// poll it: reading from or writing to it breaks the connection.
+/// in `src/README.md`); a stream nobody polls costs the peer nothing. Take
+/// it (register it) before the calls whose `WouldBlock` it should report,
+/// as an edge-triggered loop does anyway. Only poll it: reading from or
+/// writing to it breaks the connection.
 impl AsFd for ShmStream {
     fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.c.polled.store(true, Ordering::Relaxed);
