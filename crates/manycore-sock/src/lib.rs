@@ -42,7 +42,8 @@
 //! process) and a port. The shared-memory layout, the handshake and the wait
 //! protocol, with the reasoning behind them and the list of tests, are in
 //! `src/README.md`; `examples/echo.rs` runs a server and a client in two
-//! processes.
+//! processes, `examples/tokio_echo.rs` (feature `tokio`) an async server
+//! and its clients on one tokio thread.
 //!
 //! # Example
 //!
