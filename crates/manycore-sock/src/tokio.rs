@@ -57,6 +57,9 @@ impl fmt::Debug for AsyncShmStream {
 
 impl AsyncShmStream {
     /// Wraps a connected stream (must be called within a tokio runtime).
+    /// One `AsyncShmStream` per connection: clones of a stream share its
+    /// descriptor, which a reactor registers once (`tokio::io::split`
+    /// shares one `AsyncShmStream` between tasks instead).
     pub fn new(s: ShmStream) -> io::Result<AsyncShmStream> {
         s.set_nonblocking(true)?;
         Ok(AsyncShmStream {
