@@ -39,9 +39,11 @@ pub struct Config {
     pub min_chunk: u32,
     /// Most simultaneous connections (bounded also by `buffer_size / min_chunk`).
     pub max_connections: u32,
-    /// Connections that may wait for `accept` (the listen backlog: the
-    /// kernel queues exactly this many at the rendezvous socket; a connector
-    /// beyond it is refused). Default 64.
+    /// Connections that may wait for `accept` (the listen backlog: `connect`
+    /// completes once the backlog holds its connection; the kernel queues
+    /// exactly this many at the rendezvous socket, up to
+    /// `net.core.somaxconn`, and refuses a connector beyond it with
+    /// `ConnectionRefused`). Default 64.
     pub backlog: u32,
     /// Wait policy given to accepted streams and to `accept` itself (which
     /// spins per it, then sleeps in poll(2) on the rendezvous socket).

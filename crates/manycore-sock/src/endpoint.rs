@@ -236,6 +236,16 @@ impl Endpoint {
         // byte it read is copied out before we hand the space to a neighbour.
         let t = r.slot.cons.tail.load(Ordering::Acquire);
         if t != tx.head {
+            // A valid tail (monotonic, never past head) may allow a shrink
+            // in place: the unread data already lies below the new end.
+            if t >= tx.tail && t <= tx.head {
+                tx.tail = t;
+                if crate::ring::shrink_in_place(tx, desired) {
+                    // Release; pairs with the Acquire in `blocker`.
+                    v.extent.store(desired, Ordering::Release);
+                    return;
+                }
+            }
             if !v.live.get().is_some_and(|l| l.dead()) {
                 return;
             }

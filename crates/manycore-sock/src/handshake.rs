@@ -4,21 +4,22 @@
 //! replies with its (slot, offset, size). A two-way handshake. Here the two
 //! messages travel over the connection's Unix socket and carry the regions'
 //! sealed memfds with them (SCM_RIGHTS); the socket stays open for the
-//! connection's life as its liveness signal. Wire format in `README.md`.
+//! connection's life as its liveness signal and readiness descriptor. The
+//! connector does not wait for the reply: its connection is established
+//! once the listener's backlog holds it, as with a kernel socket. Wire
+//! format in `README.md`.
 
 use crate::config::WaitMode;
-use crate::endpoint::{client_endpoint, Endpoint, Liveness, TxSlot};
+use crate::endpoint::{client_endpoint, Endpoint, Liveness};
 use crate::layout::{KIND_CLIENT, KIND_LISTENER};
 use crate::namespace::{Namespace, SockAddr};
 use crate::raw;
 use crate::region::Shm;
-use crate::stream::{Conn, PeerAddr, RxRing, ShmStream};
+use crate::stream::{Conn, PeerAddr, RxRing, RxSide, ShmStream};
 use manycore_sync::atomic::Ordering;
-use manycore_sync::SpinBudget;
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 /// "MCSQ" (request) and "MCSR" (reply) as little-endian u32.
 const REQ_MAGIC: u32 = u32::from_le_bytes(*b"MCSQ");
@@ -27,8 +28,6 @@ const REP_MAGIC: u32 = u32::from_le_bytes(*b"MCSR");
 const WIRE_VERSION: u32 = crate::layout::VERSION;
 /// Both messages are eight little-endian u32 words.
 const MSG_LEN: usize = 32;
-/// How long a connector spins for the reply before it sleeps in poll(2).
-const REPLY_SPIN: Duration = Duration::from_micros(200);
 /// Reply status words.
 const ST_OK: u32 = 0;
 const ST_REFUSED: u32 = 1;
@@ -120,9 +119,12 @@ mod test_hook {
     }
 }
 
-/// The connector's half of the handshake.
-pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<ShmStream> {
-    let deadline = timeout.map(|t| Instant::now() + t);
+/// The connector's half of the handshake: connect to the rendezvous (the
+/// kernel queues the connection in the listener's backlog, or refuses it if
+/// the backlog is full), allocate X and post the request. The connection is
+/// established from here on: what we write waits in X until the listener
+/// accepts; the reply (Y) is taken when we first need it (`take_reply`).
+pub(crate) fn connect(addr: &SockAddr) -> io::Result<ShmStream> {
     let ns: &Namespace = addr.namespace();
     let (sock, lpid) = ns.connect(addr.port())?;
     let (ep, seq) = client_endpoint(ns)?;
@@ -139,6 +141,8 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
         0,
         0,
     ]);
+    // The socket is fresh: its send buffer has room for one message, so
+    // this never waits.
     if let Err(e) = raw::send_msg(&sock, &req, ep.shm.fd()) {
         ep.free_now(&tx);
         return Err(match e.kind() {
@@ -150,105 +154,71 @@ pub(crate) fn connect(addr: &SockAddr, timeout: Option<Duration>) -> io::Result<
     }
     #[cfg(feature = "internals")]
     test_hook::posted();
-    let mut buf = [0u8; MSG_LEN + 8];
-    let mut spin = SpinBudget::new(REPLY_SPIN);
-    let reply = loop {
-        match raw::recv_msg(&sock, &mut buf) {
-            Ok(Some(m)) => break m,
-            Ok(None) => {}
-            Err(e) => {
-                ep.free_now(&tx);
-                return Err(match e.kind() {
-                    io::ErrorKind::ConnectionReset => refused("listener is gone"),
-                    _ => e,
-                });
-            }
-        }
-        let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-        if left == Some(Duration::ZERO) {
-            // Withdraw. After SHUT_RD the listener can no longer send its
-            // reply (EPIPE), so either the reply is queued already (the
-            // connection exists: take it) or the listener will not commit.
-            let _ = raw::shutdown_read(&sock);
-            match raw::recv_msg(&sock, &mut buf) {
-                Ok(Some(m)) if m.len > 0 => break m,
-                _ => {
-                    ep.free_now(&tx);
-                    return Err(io::Error::from(io::ErrorKind::TimedOut));
-                }
-            }
-        }
-        // Spin first: a reply that comes within the budget costs no sleep,
-        // and no wake-up by the listener. A Unix-socket wake-up is a "sync"
-        // wake-up that would move this thread to the listener's CPU, and the
-        // stream that follows would run both ends there.
-        if !spin.spin() {
-            raw::poll_in(&[sock.as_fd()], left);
-        }
-    };
-    if reply.len == 0 {
-        // Closed without a reply: the listener went away (or dropped us).
-        ep.free_now(&tx);
-        return Err(refused("listener is gone"));
-    }
-    let w = message(&reply, &buf, REP_MAGIC);
-    let live = Liveness::Socket(sock);
-    let (status, sslot, soff, ssize) = match w {
-        Some(w) => (w[2], w[3], w[4], w[5]),
-        None => return abandon(&ep, tx, live, bad("reply")),
-    };
-    match status {
-        ST_OK => {}
-        // Not committed by the listener: our ring was never used.
-        ST_REFUSED => {
-            ep.free_now(&tx);
-            return Err(refused("refused by the listener"));
-        }
-        ST_INVALID => {
-            ep.free_now(&tx);
-            return Err(bad("the listener found our request invalid"));
-        }
-        _ => return abandon(&ep, tx, live, bad("reply status")),
-    }
-    let mut fds = reply.fds;
-    let lname = format!("p{}", addr.port());
-    let lshm = match (fds.pop(), fds.is_empty()) {
-        (Some(fd), true) => match Shm::from_fd(fd, KIND_LISTENER, lname.clone()) {
-            Ok(s) => s,
-            Err(e) => return abandon(&ep, tx, live, e),
-        },
-        _ => return abandon(&ep, tx, live, bad("descriptors")),
-    };
-    if !lshm.layout.valid_ring(sslot, soff, ssize) {
-        return abandon(&ep, tx, live, bad("reply ring"));
-    }
     let paddr = PeerAddr {
         namespace: ns.clone(),
         pid: lpid,
-        endpoint: lname,
-    };
-    let rx = RxRing {
-        idx: sslot,
-        base: soff,
-        chunk: ssize,
+        endpoint: format!("p{}", addr.port()),
     };
     Ok(Conn::stream(
         ep,
         tx,
-        lshm,
-        rx,
-        live,
+        None,
+        Liveness::Socket(sock),
         paddr,
         WaitMode::default(),
     ))
 }
 
-/// The listener may have committed to a connection we cannot use: our ring
-/// stays allocated (closed) until it lets go of it or hangs up.
-fn abandon<T>(ep: &Endpoint, tx: Arc<TxSlot>, live: Liveness, e: io::Error) -> io::Result<T> {
-    ep.close_tx(&tx);
-    ep.retire(tx, Arc::new(live));
-    Err(e)
+fn reset(why: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::ConnectionReset,
+        format!("manycore-sock: {why}"),
+    )
+}
+
+/// The listener's reply on a connector's socket, if it has come (without
+/// waiting): the ring Y to read, validated against the listener's region
+/// (`lname` names it). A listener that refused the connection, or closed it
+/// before accepting it, gives `ConnectionReset` (as a Unix socket whose
+/// listener goes away with the connection in its queue); an invalid reply
+/// gives `InvalidData`.
+pub(crate) fn take_reply(sock: &OwnedFd, lname: &str) -> io::Result<Option<RxSide>> {
+    let mut buf = [0u8; MSG_LEN + 8];
+    let reply = match raw::recv_msg(sock, &mut buf) {
+        Ok(Some(m)) => m,
+        Ok(None) => return Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {
+            return Err(reset("the listener closed before accepting"))
+        }
+        Err(e) => return Err(e),
+    };
+    if reply.len == 0 {
+        return Err(reset("the listener closed before accepting"));
+    }
+    let w = message(&reply, &buf, REP_MAGIC).ok_or_else(|| bad("reply"))?;
+    match w[2] {
+        ST_OK => {}
+        ST_REFUSED => return Err(reset("refused by the listener (no slot or buffer left)")),
+        ST_INVALID => return Err(bad("the listener found our request invalid")),
+        _ => return Err(bad("reply status")),
+    }
+    let (sslot, soff, ssize) = (w[3], w[4], w[5]);
+    let mut fds = reply.fds;
+    let lshm = match (fds.pop(), fds.is_empty()) {
+        (Some(fd), true) => Shm::from_fd(fd, KIND_LISTENER, lname.to_string())?,
+        _ => return Err(bad("descriptors")),
+    };
+    if !lshm.layout.valid_ring(sslot, soff, ssize) {
+        return Err(bad("reply ring"));
+    }
+    Ok(Some(RxSide {
+        peer: lshm,
+        ring: RxRing {
+            idx: sslot,
+            base: soff,
+            chunk: ssize,
+        },
+    }))
 }
 
 /// What became of one pending connection.
@@ -337,13 +307,19 @@ pub(crate) fn serve(
         0,
         0,
     ]);
-    // The commit point: once the reply is queued the connector takes the
-    // connection; if it withdrew (or died) the send fails and Y was unused.
-    if raw::send_msg(&sock, &reply, ep.shm.fd()).is_err() {
-        ep.free_now(&tx);
-        return Ok(Served::Gone);
-    }
+    // Once the reply is queued the connector takes it when it first needs
+    // it. If the connector has closed its socket (it dropped the stream or
+    // died while the connection waited in the backlog) the send fails: the
+    // connection is still returned, as `accept(2)` returns a connection
+    // whose peer has gone: what it wrote before (in X, which we mapped)
+    // reads back, then EOF (or `ConnectionReset` if it died without
+    // closing); our writes get `BrokenPipe`, and Y is freed on drop.
+    let gone = raw::send_msg(&sock, &reply, ep.shm.fd()).is_err() || raw::hung_up(&sock);
     let live = Liveness::Socket(sock);
-    let s = Conn::stream(ep.clone(), tx, peer, rx, live, paddr.clone(), mode);
+    let rx = RxSide { peer, ring: rx };
+    let s = Conn::stream(ep.clone(), tx, Some(rx), live, paddr.clone(), mode);
+    if gone {
+        s.c.dead.store(true, Ordering::Relaxed);
+    }
     Ok(Served::Done(s, paddr))
 }

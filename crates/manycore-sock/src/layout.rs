@@ -111,9 +111,22 @@ pub(crate) struct ProducerLine {
     /// waiter has announced itself. A hint: a stale or hostile value costs
     /// an early wake-up or a 20 ms slice.
     pub want_tail: AtomicU64,
+    /// [`POLL_ARMED`] while the ring's *reader* waits through its readiness
+    /// descriptor (an event loop) rather than on `data_ec`; 0 otherwise.
+    /// Stored Relaxed by the reader before its `prepare_wait` on `data_ec`
+    /// (whose SeqCst fence publishes it) and cleared when it disarms;
+    /// loaded Relaxed by the sender only after a look at `data_ec` found a
+    /// waiter (so a stream nobody polls costs nothing): then it also rings
+    /// the reader's socket (see "Readiness" in `README.md`). A hint: a
+    /// stale or hostile value costs a doorbell message or a missed one.
+    pub poll: AtomicU32,
+    pub _pad: AtomicU32,
 }
 #[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<ProducerLine>() == 128);
+
+/// The value of a line's `poll` word while a poller waits.
+pub(crate) const POLL_ARMED: u32 = 1;
 
 /// The ring's receiver-side words: written by the receiver (the peer, in
 /// the sender's region), read by the sender, on a line of their own.
@@ -134,7 +147,11 @@ pub(crate) struct ConsumerLine {
     /// value lets a retired ring's block be freed. Any other value is
     /// `InvalidData` to the writer.
     pub flags: AtomicU32,
-    pub _pad: AtomicU32,
+    /// [`POLL_ARMED`] while the ring's *sender* waits for space through its
+    /// readiness descriptor; the mirror of `ProducerLine::poll` (stored by
+    /// the sender before its `prepare_wait` on `space_ec`, loaded by the
+    /// reader only after a look at `space_ec` found a waiter).
+    pub poll: AtomicU32,
     /// The sender sleeps here when the ring is full (announce after storing
     /// `want_tail`, re-check `tail`, sleep); the reader rings it after the
     /// SeqCst fence that follows a `tail` store. A new connection's first

@@ -28,12 +28,22 @@
 //!   private bookkeeping, and only then used: a hostile peer causes
 //!   `InvalidData`, never a panic or an out-of-bounds access.
 //!
+//! * `connect` completes when the listener's backlog takes the connection,
+//!   as with a kernel socket: one thread can connect and then accept;
+//! * the surface and error kinds follow std's `UnixStream` on Linux
+//!   (vectored I/O, `peek`, timeouts that expire with `WouldBlock`, ...);
+//! * every stream and listener has a readiness descriptor (`AsFd`) for
+//!   event loops; with the `tokio` feature, `AsyncShmStream` and
+//!   `AsyncShmListener` are tokio's `AsyncRead + AsyncWrite` and an async
+//!   listener.
+//!
 //! Addresses name a [`Namespace`] (a directory of rendezvous sockets, by
 //! default `/dev/shm/manycore-<uid>/`, or a private namespace for one
 //! process) and a port. The shared-memory layout, the handshake and the wait
 //! protocol, with the reasoning behind them and the list of tests, are in
 //! `src/README.md`; `examples/echo.rs` runs a server and a client in two
-//! processes.
+//! processes, `examples/tokio_echo.rs` (feature `tokio`) an async server
+//! and its clients on one tokio thread.
 //!
 //! # Example
 //!
@@ -84,7 +94,11 @@ mod stream;
 
 #[cfg(all(test, loom))]
 mod loom_tests;
+#[cfg(all(feature = "tokio", not(loom)))]
+mod tokio;
 
+#[cfg(all(feature = "tokio", not(loom)))]
+pub use crate::tokio::{AsyncShmListener, AsyncShmStream};
 #[cfg(not(loom))]
 pub use config::{set_client_config, Config, WaitMode};
 #[cfg(not(loom))]

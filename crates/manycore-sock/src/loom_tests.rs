@@ -108,11 +108,13 @@ fn pair(data_size: usize, chunk: u32) -> (Writer, Reader) {
             cpu: AtomicU32::new(0),
             data_ec: SharedEventCount::new_shared(),
             want_tail: AtomicU64::new(0),
+            poll: AtomicU32::new(0),
+            _pad: AtomicU32::new(0),
         },
         cons: ConsumerLine {
             tail: AtomicU64::new(0),
             flags: AtomicU32::new(0),
-            _pad: AtomicU32::new(0),
+            poll: AtomicU32::new(0),
             space_ec: SharedEventCount::new_shared(),
         },
     };
@@ -238,6 +240,92 @@ fn deferred_doorbell_at_the_end_of_a_write() {
         r.read_exact(&mut buf);
         assert!(buf[..104].iter().enumerate().all(|(i, &b)| b == i as u8));
         assert_eq!(buf[104..], [200; 12]);
+        t.join().unwrap();
+    });
+}
+
+/// The readiness protocol: a reader that waits through its descriptor
+/// (armed: `poll` set, announced on `data_ec`, re-checked) either sees the
+/// data in its re-check or is rung by the writer's look (`rang`, then
+/// `reader_polls`). The doorbell, a message on the connection's socket, is
+/// modelled as a flag.
+#[test]
+fn polling_reader_is_rung() {
+    model(|| {
+        let (mut w, mut r) = pair(16, 16);
+        let bell = Arc::new(AtomicU32::new(0));
+        let b2 = bell.clone();
+        let t = loom::thread::spawn(move || {
+            let rr = RingRef::new(&*w.m, 0, 0).unwrap();
+            let n = ring::try_write(&rr, &mut w.st, w.desired, &[5]).expect("write");
+            assert_eq!(n, 1);
+            if std::mem::take(&mut w.st.rang) && ring::reader_polls(&rr) {
+                b2.store(1, Ordering::SeqCst);
+            }
+        });
+        let rr = RingRef::new(&*r.m, 0, 0).unwrap();
+        let mut armed = false;
+        let ready = ring::arm_reader(&rr, &mut r.st, &mut armed).expect("arm");
+        t.join().unwrap();
+        assert!(ready || bell.load(Ordering::SeqCst) == 1, "lost doorbell");
+        ring::disarm_reader(&rr, &mut armed);
+        let mut buf = [0u8; 1];
+        assert_eq!(ring::try_read(&rr, &mut r.st, &mut buf).expect("read"), 1);
+        assert_eq!(buf, [5]);
+    });
+}
+
+/// The mirror for a writer that waits for space through its descriptor:
+/// the reader's release rings it, or its re-check finds the space.
+#[test]
+fn polling_writer_is_rung() {
+    model(|| {
+        // One 1-byte fragment fills the 16-byte chunk.
+        let (mut w, mut r) = pair(16, 16);
+        let wr = RingRef::new(&*w.m, 0, 0).unwrap();
+        assert_eq!(ring::try_write(&wr, &mut w.st, 16, &[1]).expect("write"), 1);
+        assert_eq!(ring::try_write(&wr, &mut w.st, 16, &[2]).expect("write"), 0);
+        let bell = Arc::new(AtomicU32::new(0));
+        let b2 = bell.clone();
+        let t = loom::thread::spawn(move || {
+            let rr = RingRef::new(&*r.m, 0, 0).unwrap();
+            let mut buf = [0u8; 1];
+            assert_eq!(ring::try_read(&rr, &mut r.st, &mut buf).expect("read"), 1);
+            if std::mem::take(&mut r.st.rang) && ring::writer_polls(&rr) {
+                b2.store(1, Ordering::SeqCst);
+            }
+        });
+        let mut armed = false;
+        let ready = ring::arm_writer(&wr, &mut w.st, 16, &mut armed).expect("arm");
+        t.join().unwrap();
+        assert!(ready || bell.load(Ordering::SeqCst) == 1, "lost doorbell");
+        ring::disarm_writer(&wr, &mut armed);
+        assert_eq!(ring::try_write(&wr, &mut w.st, 16, &[2]).expect("write"), 1);
+    });
+}
+
+/// A shrink in place: the writer has one unread fragment low in its chunk
+/// when the chunk halves, and goes on without waiting for the ring to
+/// drain. Once the shrink is applied it scribbles over the upper half (as
+/// the neighbour that now owns it may): the reader must never read there.
+#[test]
+fn chunk_shrinks_in_place() {
+    model(|| {
+        let (mut w, mut r) = pair(64, 64);
+        let t = loom::thread::spawn(move || {
+            w.write_all(&[1]);
+            w.set_chunk(32);
+            w.write_all(&[2]);
+            assert_eq!(w.st.chunk, 32, "not shrunk in place");
+            // The upper half belongs to a neighbour now.
+            for word in &w.m.data[4..8] {
+                word.store(u64::MAX, Ordering::Relaxed);
+            }
+            w.write_all(&[3]);
+        });
+        let mut buf = [0u8; 3];
+        r.read_exact(&mut buf);
+        assert_eq!(buf, [1, 2, 3]);
         t.join().unwrap();
     });
 }

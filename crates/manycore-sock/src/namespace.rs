@@ -153,6 +153,7 @@ impl Namespace {
                 Ok(Rendezvous { fd, path: None })
             }
             Namespace::Dir(dir) => {
+                UnixAddr::path(&dir.join(format!("p{port}")))?;
                 self.prepare()?;
                 // Bind and listen under a temporary name, then link it into
                 // place: a visible rendezvous is always listening, so one
@@ -187,8 +188,11 @@ impl Namespace {
         let addr = match self {
             Namespace::Private(_) => UnixAddr::abstract_name(&private_name(self, port))?,
             Namespace::Dir(dir) => {
-                self.prepare()?;
                 let path = dir.join(format!("p{port}"));
+                // An address that cannot be a socket name is the caller's
+                // error (`InvalidInput`), as in `bind` and std.
+                let ua = UnixAddr::path(&path)?;
+                self.prepare()?;
                 let md = match std::fs::symlink_metadata(&path) {
                     Ok(m) => m,
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -202,7 +206,7 @@ impl Namespace {
                 if !md.file_type().is_socket() {
                     return Err(refused("not a listener"));
                 }
-                UnixAddr::path(&path)?
+                ua
             }
         };
         if let Err(e) = raw::connect(&fd, &addr) {

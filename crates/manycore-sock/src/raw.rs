@@ -506,10 +506,10 @@ pub(crate) fn peer_cred(fd: &OwnedFd) -> io::Result<(u32, u32)> {
     Ok((c.pid.max(0) as u32, c.uid))
 }
 
-/// shutdown(SHUT_RD): from now on the peer's sends fail with EPIPE.
-pub(crate) fn shutdown_read(fd: &OwnedFd) -> io::Result<()> {
+/// shutdown(SHUT_WR): the peer's end reports a hang-up (`POLLRDHUP`).
+pub(crate) fn shutdown_write(fd: &OwnedFd) -> io::Result<()> {
     // SAFETY: valid descriptor.
-    cvt(unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_RD) }).map(drop)
+    cvt(unsafe { libc::shutdown(fd.as_raw_fd(), libc::SHUT_WR) }).map(drop)
 }
 
 /// Waits up to `timeout` (None: forever) until one of `fds` is readable or
@@ -533,9 +533,9 @@ pub(crate) fn poll_in(fds: &[BorrowedFd<'_>], timeout: Option<Duration>) -> usiz
     r.max(0) as usize
 }
 
-/// True once the other end of a connected socket is closed (every copy of
-/// it: the peer endpoint was dropped or its process died).
-pub(crate) fn hung_up(fd: &OwnedFd) -> bool {
+/// True once every copy of the other end of a connected socket is closed
+/// (not merely shut down for writing).
+pub(crate) fn closed(fd: &OwnedFd) -> bool {
     let mut p = libc::pollfd {
         fd: fd.as_raw_fd(),
         events: 0,
@@ -544,6 +544,20 @@ pub(crate) fn hung_up(fd: &OwnedFd) -> bool {
     // SAFETY: one valid pollfd, no wait.
     let r = unsafe { libc::poll(&mut p, 1, 0) };
     r > 0 && p.revents & (libc::POLLHUP | libc::POLLERR) != 0
+}
+
+/// True once the other end of a connected socket is closed (every copy of
+/// it: the peer endpoint was dropped or its process died) or shut down for
+/// writing (a connector dropped before its connection was accepted).
+pub(crate) fn hung_up(fd: &OwnedFd) -> bool {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLRDHUP,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, no wait.
+    let r = unsafe { libc::poll(&mut p, 1, 0) };
+    r > 0 && p.revents & (libc::POLLHUP | libc::POLLERR | libc::POLLRDHUP) != 0
 }
 
 /// Atomically swaps two names of one directory (renameat2 RENAME_EXCHANGE).
@@ -573,4 +587,54 @@ pub(crate) fn random_u64() -> u64 {
     // SAFETY: b is a valid 8-byte buffer; short reads leave zeros.
     let _ = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
     u64::from_le_bytes(b) ^ (std::process::id() as u64) << 32
+}
+
+/// A close-on-exec epoll instance.
+pub(crate) fn epoll() -> io::Result<OwnedFd> {
+    // SAFETY: plain epoll_create1(2) call.
+    let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+    // SAFETY: a fresh descriptor owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Adds `fd` to the epoll set `ep` (level-triggered, readable or hung up),
+/// or removes it.
+pub(crate) fn epoll_watch(ep: &OwnedFd, fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
+    let mut ev = libc::epoll_event {
+        events: (libc::EPOLLIN | libc::EPOLLRDHUP) as u32,
+        u64: fd.as_raw_fd() as u64,
+    };
+    let op = if on {
+        libc::EPOLL_CTL_ADD
+    } else {
+        libc::EPOLL_CTL_DEL
+    };
+    // SAFETY: valid descriptors and a valid event (ignored for DEL).
+    cvt(unsafe { libc::epoll_ctl(ep.as_raw_fd(), op, fd.as_raw_fd(), &mut ev) }).map(drop)
+}
+
+/// Registers a stream's readiness descriptor with tokio's reactor (for
+/// readable events).
+#[cfg(feature = "tokio")]
+pub(crate) fn async_stream(
+    s: crate::ShmStream,
+) -> io::Result<tokio::io::unix::AsyncFd<crate::ShmStream>> {
+    // SAFETY: the stream's `as_raw_fd` is its end of the connection's Unix
+    // socket, owned by the connection (`Liveness::Socket`), which the
+    // stream keeps alive (an `Arc`) and never replaces: the descriptor
+    // stays open and the same while the `AsyncFd` owns the stream.
+    unsafe { tokio::io::unix::AsyncFd::register_with_interest(s, tokio::io::Interest::READABLE) }
+        .map_err(|e| e.into_parts().1)
+}
+
+/// Registers a listener's readiness descriptor with tokio's reactor.
+#[cfg(feature = "tokio")]
+pub(crate) fn async_listener(
+    l: crate::ShmListener,
+) -> io::Result<tokio::io::unix::AsyncFd<crate::ShmListener>> {
+    // SAFETY: the listener's `as_raw_fd` is its epoll set, owned by the
+    // listener's shared state, which the listener keeps alive (an `Arc`)
+    // and never replaces.
+    unsafe { tokio::io::unix::AsyncFd::register_with_interest(l, tokio::io::Interest::READABLE) }
+        .map_err(|e| e.into_parts().1)
 }

@@ -9,7 +9,7 @@
 //! change (a split or a merge of the sender's buddy) is applied only when the
 //! ring is empty, together with a restart at offset 0 (`reset`).
 
-use crate::layout::{ConnSlot, Layout, FLAG_CLOSED, FRAG_HDR};
+use crate::layout::{ConnSlot, Layout, FLAG_CLOSED, FRAG_HDR, POLL_ARMED};
 use manycore_sync::atomic::{fence, Ordering};
 use std::io;
 
@@ -61,6 +61,9 @@ pub(crate) struct TxState {
     pub broken: bool,
     /// `head` when we last looked for a sleeping reader (see `commit`).
     pub told: u64,
+    /// A look found a waiting reader (cleared by the caller, which then
+    /// rings a polling reader's socket: `reader_polls`).
+    pub rang: bool,
 }
 
 impl TxState {
@@ -73,12 +76,13 @@ impl TxState {
             ready: false,
             broken: false,
             told: 0,
+            rang: false,
         }
     }
 }
 
 /// Receiver-private state of a ring.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct RxState {
     pub tail: u64,
     pub head: u64,
@@ -91,6 +95,9 @@ pub(crate) struct RxState {
     pub eof: bool,
     /// `tail` when we last woke the writer (see `release`).
     pub told: u64,
+    /// A look woke a waiting writer (cleared by the caller, which then
+    /// rings a polling writer's socket: `writer_polls`).
+    pub rang: bool,
 }
 
 /// The memory a ring lives in: a shared region normally, a loom model under
@@ -198,7 +205,11 @@ fn write_loop<M: RingMem>(
                 r.slot.prod.reset.store(st.head, Ordering::Relaxed);
             }
         } else if st.chunk != desired && desired < st.chunk {
-            // Shrink pending: let the ring drain first.
+            // Shrink pending: in place if the unread data and our write
+            // position lie below the new end, else let the ring drain.
+            if shrink_in_place(st, desired) {
+                continue;
+            }
             if !refresh_tail(r, st)? {
                 break;
             }
@@ -253,6 +264,25 @@ fn write_loop<M: RingMem>(
     Ok(n)
 }
 
+/// Shrinks a non-empty ring to `desired` without a restart, if that loses
+/// nothing: the unread bytes (`head - tail`, as last seen) lie contiguous
+/// just below the write offset (no wrap), and the write offset lies below
+/// the new end. The writer goes on at its offset with the smaller chunk,
+/// which the next fragment header announces; the reader, which reads only
+/// below the write offset, wraps at the new end from that fragment on (see
+/// "Chunk changes" in `README.md`). The space above the new end holds
+/// only consumed fragments (copied out before the `tail` we acquired), so
+/// the caller may publish the new extent.
+pub(crate) fn shrink_in_place(st: &mut TxState, desired: u32) -> bool {
+    let used = st.head - st.tail;
+    if desired < st.chunk && st.woff < desired as usize && used <= st.woff as u64 {
+        st.chunk = desired;
+        true
+    } else {
+        false
+    }
+}
+
 /// Publishes `head`. Wakes a sleeping reader on the first commit of a
 /// `try_write` call (it gets going at once), then at most once per quarter
 /// chunk, and at the end of the call: a reader that was woken but is not
@@ -278,7 +308,7 @@ fn commit<M: RingMem>(r: &RingRef<'_, M>, st: &mut TxState, start: u64) {
 /// `head`): one of us sees the other, no lost wakeup.
 #[inline]
 fn tell_reader<M: RingMem>(r: &RingRef<'_, M>, st: &mut TxState) {
-    r.slot.prod.data_ec.notify_one_after_fence();
+    st.rang |= r.slot.prod.data_ec.notify_one_after_fence();
     st.told = st.head;
 }
 
@@ -315,6 +345,7 @@ fn tell_writer<M: RingMem>(r: &RingRef<'_, M>, st: &mut RxState) {
     if st.tail >= want && st.told < want {
         r.slot.cons.space_ec.notify_one_after_fence();
         st.told = st.tail;
+        st.rang = true;
     }
 }
 
@@ -401,7 +432,7 @@ pub(crate) fn try_read<M: RingMem>(
     }
     let mut n = 0usize;
     let start = st.tail;
-    let res = read_loop(r, st, buf, &mut n);
+    let res = read_loop(r, st, buf, &mut n, true);
     // No release of this call goes untold: the writer may be about to sleep.
     if st.tail != start {
         fence(Ordering::SeqCst);
@@ -418,11 +449,40 @@ pub(crate) fn try_read<M: RingMem>(
     }
 }
 
+/// Copies available bytes into `buf` without consuming them (`peek`): the
+/// walk runs on a copy of the reader's state and releases nothing, so the
+/// writer sees no `tail` move. A fragment found invalid poisons the ring as
+/// a read would.
+pub(crate) fn try_peek<M: RingMem>(
+    r: &RingRef<'_, M>,
+    st: &mut RxState,
+    buf: &mut [u8],
+) -> io::Result<usize> {
+    if st.broken {
+        return Err(invalid("ring state (earlier)"));
+    }
+    let mut ahead = st.clone();
+    let mut n = 0usize;
+    match read_loop(r, &mut ahead, buf, &mut n, false) {
+        Ok(()) => Ok(n),
+        // What precedes the bad fragment is good; the next read stops there.
+        Err(_) if n > 0 => Ok(n),
+        Err(e) => {
+            st.broken = true;
+            Err(e)
+        }
+    }
+}
+
+/// Copies fragments out into `buf`. With `consume`, each finished fragment
+/// is released (`tail` published); without it (`try_peek`) the walk only
+/// advances the private copy `st`.
 fn read_loop<M: RingMem>(
     r: &RingRef<'_, M>,
     st: &mut RxState,
     buf: &mut [u8],
     n: &mut usize,
+    consume: bool,
 ) -> io::Result<()> {
     let lay = r.layout();
     let max = lay.max_chunk_at(r.base) as usize;
@@ -444,7 +504,9 @@ fn read_loop<M: RingMem>(
                 if st.roff == st.chunk as usize {
                     st.roff = 0;
                 }
-                release(r, st);
+                if consume {
+                    release(r, st);
+                }
             } else {
                 st.cur = Some((poff, len, done + take, fsz));
             }
@@ -480,10 +542,87 @@ fn read_loop<M: RingMem>(
             if st.roff == chunk as usize {
                 st.roff = 0;
             }
-            release(r, st);
+            if consume {
+                release(r, st);
+            }
             continue;
         }
         st.cur = Some((st.roff + FRAG_HDR, len, 0, fsz));
     }
     Ok(())
+}
+
+/// True if the reader waits through its readiness descriptor: after a look
+/// that found a waiter (`TxState::rang`), the sender then rings the
+/// reader's socket too. Relaxed: the look followed a SeqCst fence, and the
+/// reader stored the word before the fence of its `prepare_wait`, so if its
+/// announcement was seen, so is this.
+pub(crate) fn reader_polls<M: RingMem>(r: &RingRef<'_, M>) -> bool {
+    r.slot.prod.poll.load(Ordering::Relaxed) == POLL_ARMED
+}
+
+/// The mirror of `reader_polls` for a sender waiting for space.
+pub(crate) fn writer_polls<M: RingMem>(r: &RingRef<'_, M>) -> bool {
+    r.slot.cons.poll.load(Ordering::Relaxed) == POLL_ARMED
+}
+
+/// A reader about to wait through its readiness descriptor: announces it
+/// as a waiter on `data_ec` (once: `armed` tracks it) with the `poll` word
+/// set, then re-checks. Returns true if data (or the close) is there after
+/// all; the caller then disarms and reads. The same argument as for a
+/// sleeping reader ("Waiting" in `README.md`) shows that either the
+/// re-check sees the data or the sender's look sees the announcement.
+pub(crate) fn arm_reader<M: RingMem>(
+    r: &RingRef<'_, M>,
+    st: &mut RxState,
+    armed: &mut bool,
+) -> io::Result<bool> {
+    if !*armed {
+        r.slot.prod.poll.store(POLL_ARMED, Ordering::Relaxed);
+        // Stays announced until `disarm_reader`; the key is not needed (no
+        // futex wait follows).
+        let _ = r.slot.prod.data_ec.prepare_wait();
+        *armed = true;
+    }
+    Ok(reader_has_data(r, st)? || writer_closed(r)?)
+}
+
+/// Withdraws `arm_reader`'s announcement.
+pub(crate) fn disarm_reader<M: RingMem>(r: &RingRef<'_, M>, armed: &mut bool) {
+    if *armed {
+        r.slot.prod.poll.store(0, Ordering::Relaxed);
+        r.slot.prod.data_ec.cancel_wait();
+        *armed = false;
+    }
+}
+
+/// A sender about to wait for space through its readiness descriptor:
+/// asks to be woken at half the chunk free (as a sleeping sender does),
+/// announces itself on `space_ec` with the `poll` word set, and re-checks.
+pub(crate) fn arm_writer<M: RingMem>(
+    r: &RingRef<'_, M>,
+    st: &mut TxState,
+    desired: u32,
+    armed: &mut bool,
+) -> io::Result<bool> {
+    writer_wants_half(r, st);
+    if !*armed {
+        r.slot.cons.poll.store(POLL_ARMED, Ordering::Relaxed);
+        let _ = r.slot.cons.space_ec.prepare_wait();
+        *armed = true;
+    } else {
+        // A new wake point: the fence orders it before the re-check, as
+        // `prepare_wait`'s does.
+        fence(Ordering::SeqCst);
+    }
+    Ok(reader_closed(r)? || writer_can_progress(r, st, desired)?)
+}
+
+/// Withdraws `arm_writer`'s announcement.
+pub(crate) fn disarm_writer<M: RingMem>(r: &RingRef<'_, M>, armed: &mut bool) {
+    if *armed {
+        r.slot.cons.poll.store(0, Ordering::Relaxed);
+        r.slot.cons.space_ec.cancel_wait();
+        *armed = false;
+    }
 }

@@ -13,7 +13,8 @@ use manycore_sync::{SharedEventCount, SpinBudget};
 use std::fmt;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::os::fd::AsFd;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How often a sleeper wakes to check peer liveness and deadlines.
@@ -31,6 +32,21 @@ pub struct PeerAddr {
     /// The peer's endpoint name (`p<port>` for a listener, `c<pid>-<n>` for
     /// a client endpoint).
     pub endpoint: String,
+}
+
+impl PeerAddr {
+    /// The listener's address, if this names a listener's endpoint
+    /// (`p<port>`); None for a client endpoint.
+    pub fn as_sock_addr(&self) -> Option<crate::SockAddr> {
+        let port = self.endpoint.strip_prefix('p')?.parse().ok()?;
+        Some(self.namespace.addr(port))
+    }
+
+    /// True for a connector's end (a client endpoint has no port), as
+    /// std's `SocketAddr::is_unnamed` is for an unbound Unix socket.
+    pub fn is_unnamed(&self) -> bool {
+        self.as_sock_addr().is_none()
+    }
 }
 
 impl fmt::Display for PeerAddr {
@@ -170,9 +186,16 @@ const SHUT_WR: u8 = 2;
 pub(crate) struct Conn {
     pub ep: Arc<Endpoint>,
     pub tx: Arc<TxSlot>,
-    pub peer: Arc<Shm>,
-    pub rx_idx: u32,
-    pub rx_base: u32,
+    /// The ring we read, in the peer's region: known from the start for an
+    /// accepted stream, set once by `establish` for a connector when the
+    /// listener's reply arrives (the connection waited in the backlog until
+    /// then).
+    pub rxs: OnceLock<RxSide>,
+    /// A connector's handshake outcome while it is pending: `None` until a
+    /// reply or a hang-up arrives, then the failure, if any. Held while the
+    /// reply is taken, so that `shutdown(Read)` and `establish` agree on who
+    /// raises the peer's consumer flag.
+    pub hs: Mutex<Option<(io::ErrorKind, String)>>,
     pub rx: Mutex<RxState>,
     pub live: Arc<Liveness>,
     pub peer_addr: PeerAddr,
@@ -190,10 +213,33 @@ pub(crate) struct Conn {
     /// `last_check` rate-limits the probes of `live`.
     pub dead: AtomicBool,
     pub last_check: Mutex<Instant>,
+    /// `take_error` reported the handshake's failure (Relaxed).
+    pub error_taken: AtomicBool,
+    /// Someone took the readiness descriptor (`AsFd`, `AsRawFd`) to poll
+    /// it: from then on a non-blocking call that returns `WouldBlock` arms
+    /// its direction (see "Readiness" in `README.md`). Relaxed, never
+    /// cleared.
+    pub polled: AtomicBool,
+    /// The read direction is armed (under `rx`; mirrored here, Relaxed, so
+    /// that a read checks it without a look at shared memory).
+    pub read_armed: AtomicBool,
+    /// The write direction is armed (under `tx.tx`, mirrored likewise).
+    pub write_armed: AtomicBool,
+    /// The last non-blocking write that returned `WouldBlock` could not arm
+    /// (it waits for a shrinking neighbour's ring, whose wake-ups go to
+    /// that ring's peer): an event loop must retry on its own.
+    pub write_unarmed: AtomicBool,
     /// Adaptive spin budgets (ns) of the read and write waits.
     pub rx_spin: AtomicU32,
     pub tx_spin: AtomicU32,
 }
+
+/// The one-byte message that rings a peer's readiness descriptor.
+const DOORBELL: u8 = 0xdb;
+
+/// How long a connector's first read spins for the listener's reply before
+/// it sleeps in poll(2).
+const REPLY_SPIN: Duration = Duration::from_micros(200);
 
 /// How often a writer that never has to wait probes the peer's liveness.
 const PROBE_EVERY: Duration = Duration::from_millis(20);
@@ -206,28 +252,54 @@ pub(crate) struct RxRing {
     pub chunk: u32,
 }
 
+/// The ring we read and the peer region it lives in.
+pub(crate) struct RxSide {
+    pub peer: Arc<Shm>,
+    pub ring: RxRing,
+}
+
+impl RxSide {
+    fn ring(&self) -> io::Result<RingRef<'_, Shm>> {
+        RingRef::new(&*self.peer, self.ring.idx, self.ring.base)
+            .ok_or_else(|| ring::invalid("slot"))
+    }
+    /// Tells the writer that we read no more (it gets `BrokenPipe`).
+    fn close_reader(&self) {
+        if let Ok(r) = self.ring() {
+            // Release; pairs with the Acquire in the peer's `reader_closed`.
+            r.slot.cons.flags.store(FLAG_CLOSED, Ordering::Release);
+            r.slot.cons.space_ec.notify_all();
+            r.slot.prod.data_ec.notify_all();
+        }
+    }
+}
+
 impl Conn {
-    /// A connected stream: our sending ring `tx` in `ep`, the ring `rx` in
-    /// the peer's region `peer`, and the connection's socket `live`.
+    /// A stream: our sending ring `tx` in `ep`, the ring `rx` we read (None
+    /// for a connector until the listener's reply arrives), and the
+    /// connection's socket `live`.
     pub(crate) fn stream(
         ep: Arc<Endpoint>,
         tx: Arc<TxSlot>,
-        peer: Arc<Shm>,
-        rx: RxRing,
+        rx: Option<RxSide>,
         live: Liveness,
         peer_addr: PeerAddr,
         mode: WaitMode,
     ) -> ShmStream {
         let live = Arc::new(live);
         let _ = tx.live.set(live.clone());
+        let chunk = rx.as_ref().map_or(0, |r| r.ring.chunk);
+        let rxs = OnceLock::new();
+        if let Some(r) = rx {
+            let _ = rxs.set(r);
+        }
         let conn = Conn {
             ep,
             tx,
-            peer,
-            rx_idx: rx.idx,
-            rx_base: rx.base,
+            rxs,
+            hs: Mutex::new(None),
             rx: Mutex::new(RxState {
-                chunk: rx.chunk,
+                chunk,
                 ..RxState::default()
             }),
             live,
@@ -239,6 +311,11 @@ impl Conn {
             shut: AtomicU8::new(0),
             dead: AtomicBool::new(false),
             last_check: Mutex::new(Instant::now()),
+            error_taken: AtomicBool::new(false),
+            polled: AtomicBool::new(false),
+            read_armed: AtomicBool::new(false),
+            write_armed: AtomicBool::new(false),
+            write_unarmed: AtomicBool::new(false),
             rx_spin: AtomicU32::new(u32::MAX),
             tx_spin: AtomicU32::new(u32::MAX),
         };
@@ -280,36 +357,145 @@ impl Conn {
     fn txr(&self) -> io::Result<RingRef<'_, Shm>> {
         RingRef::new(&*self.ep.shm, self.tx.idx, self.tx.base).ok_or_else(|| ring::invalid("slot"))
     }
-    fn rxr(&self) -> io::Result<RingRef<'_, Shm>> {
-        RingRef::new(&*self.peer, self.rx_idx, self.rx_base).ok_or_else(|| ring::invalid("slot"))
-    }
-    fn deadline(&self, t: &Mutex<Option<Duration>>) -> Option<Instant> {
-        lock(t).map(|d| Instant::now() + d)
-    }
-    fn timed_out(&self) -> io::Error {
-        if self.nonblocking.load(Ordering::Relaxed) {
-            io::Error::from(io::ErrorKind::WouldBlock)
-        } else {
-            io::Error::from(io::ErrorKind::TimedOut)
+    /// Rings the peer's readiness descriptor (its end of our socket): one
+    /// byte, never waiting. A full socket already holds a doorbell, so a
+    /// failed send loses nothing.
+    fn ring_doorbell(&self) {
+        if let Liveness::Socket(s) = &*self.live {
+            let _ = crate::raw::send_msg(s, &[DOORBELL], None);
         }
     }
 
-    fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+    /// Empties our socket of doorbells before arming, so that the next one
+    /// makes it readable anew (an edge for edge-triggered pollers). Only
+    /// once the connection is established: until then the socket holds
+    /// the listener's reply, which `establish` takes.
+    fn drain_doorbells(&self) {
+        let Liveness::Socket(s) = &*self.live else {
+            return;
+        };
+        if self.rxs.get().is_none() {
+            return;
+        }
+        let mut b = [0u8; 8];
+        for _ in 0..1024 {
+            match crate::raw::recv_msg(s, &mut b) {
+                Ok(Some(m)) if m.len > 0 => {}
+                _ => break,
+            }
+        }
+    }
+
+    /// The ring we read, if the connection is established. A connector
+    /// takes the listener's reply here once it has come (without waiting);
+    /// a failed handshake is returned as its error.
+    fn establish(&self) -> io::Result<Option<&RxSide>> {
+        if let Some(s) = self.rxs.get() {
+            return Ok(Some(s));
+        }
+        let mut hs = lock(&self.hs);
+        if let Some(s) = self.rxs.get() {
+            return Ok(Some(s));
+        }
+        if let Some((kind, why)) = &*hs {
+            return Err(io::Error::new(*kind, why.clone()));
+        }
+        let Liveness::Socket(sock) = &*self.live else {
+            return Err(ring::invalid("connection without a socket"));
+        };
+        match crate::handshake::take_reply(sock, &self.peer_addr.endpoint) {
+            Ok(None) => Ok(None),
+            Ok(Some(side)) => {
+                let side = self.rxs.get_or_init(|| side);
+                // Under `hs`: a `shutdown(Read)` before the reply left the
+                // raising of the peer's consumer flag to us.
+                if self.shut.load(Ordering::Relaxed) & SHUT_RD != 0 {
+                    side.close_reader();
+                }
+                Ok(Some(side))
+            }
+            Err(e) => {
+                *hs = Some((e.kind(), e.to_string()));
+                Err(e)
+            }
+        }
+    }
+
+    /// Waits (per `nb` and `deadline`) until the connection is established:
+    /// a connector whose connection still waits in the listener's backlog
+    /// sleeps on its socket, where the reply (or a hang-up) arrives.
+    fn established(&self, nb: bool, deadline: Option<Instant>) -> io::Result<&RxSide> {
+        // Spin first: a reply that comes within the budget costs no sleep,
+        // and no wake-up through the socket. That is a "sync" wake-up, which
+        // moves this thread to the listener's CPU, and the stream that
+        // follows would run both ends there.
+        let mut spin = SpinBudget::new(REPLY_SPIN);
+        loop {
+            if let Some(s) = self.establish()? {
+                return Ok(s);
+            }
+            if nb {
+                return Err(io::Error::from(io::ErrorKind::WouldBlock));
+            }
+            let left = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+            if left == Some(Duration::ZERO) {
+                return Err(self.timed_out());
+            }
+            if spin.spin() {
+                continue;
+            }
+            if let Liveness::Socket(sock) = &*self.live {
+                crate::raw::poll_in(&[sock.as_fd()], Some(left.unwrap_or(SLICE).min(SLICE)));
+            }
+        }
+    }
+    fn deadline(&self, t: &Mutex<Option<Duration>>) -> Option<Instant> {
+        lock(t).and_then(deadline_after)
+    }
+    /// An expired read or write timeout: `WouldBlock`, as `EAGAIN` from a
+    /// Unix socket with `SO_RCVTIMEO`/`SO_SNDTIMEO` (what std returns).
+    fn timed_out(&self) -> io::Error {
+        io::Error::new(io::ErrorKind::WouldBlock, "manycore-sock: timed out")
+    }
+
+    /// Reads (`peek`: copies without consuming). With `wait` false it never
+    /// waits (the second and later buffers of a vectored read).
+    fn read(&self, buf: &mut [u8], peek: bool, wait: bool) -> io::Result<usize> {
         if buf.is_empty() || self.shut.load(Ordering::Relaxed) & SHUT_RD != 0 {
             return Ok(0);
         }
-        let r = self.rxr()?;
-        self.publish_cpu();
-        let mut rx = lock(&self.rx);
-        let nb = self.nonblocking.load(Ordering::Relaxed);
+        let nb = !wait || self.nonblocking.load(Ordering::Relaxed);
         let deadline = if nb {
             Some(Instant::now())
         } else {
             self.deadline(&self.read_timeout)
         };
+        let side = self.established(nb, deadline)?;
+        let r = side.ring()?;
+        self.publish_cpu();
+        let mut rx = lock(&self.rx);
+        if rx.chunk == 0 {
+            rx.chunk = side.ring.chunk;
+        }
+        if self.read_armed.load(Ordering::Relaxed) {
+            let mut armed = true;
+            ring::disarm_reader(&r, &mut armed);
+            self.read_armed.store(false, Ordering::Relaxed);
+        }
         let mode = *lock(&self.mode);
+        let take = |rx: &mut RxState, buf: &mut [u8]| {
+            if peek {
+                ring::try_peek(&r, rx, buf)
+            } else {
+                ring::try_read(&r, rx, buf)
+            }
+        };
         loop {
-            let n = ring::try_read(&r, &mut rx, buf)?;
+            let n = take(&mut rx, buf);
+            if std::mem::take(&mut rx.rang) && ring::writer_polls(&r) {
+                self.ring_doorbell();
+            }
+            let n = n?;
             if n > 0 {
                 return Ok(n);
             }
@@ -324,6 +510,19 @@ impl Conn {
                 continue;
             }
             if nb {
+                if wait && self.polled.load(Ordering::Relaxed) {
+                    // An event loop will wait on our socket: arm, and read
+                    // after all if the data came meanwhile.
+                    self.drain_doorbells();
+                    let mut armed = false;
+                    let ready = ring::arm_reader(&r, &mut rx, &mut armed);
+                    if !matches!(ready, Ok(false)) {
+                        ring::disarm_reader(&r, &mut armed);
+                        ready?;
+                        continue;
+                    }
+                    self.read_armed.store(true, Ordering::Relaxed);
+                }
                 return Err(io::Error::from(io::ErrorKind::WouldBlock));
             }
             let ec = &r.slot.prod.data_ec;
@@ -338,7 +537,7 @@ impl Conn {
                 Waited::Ready => {}
                 Waited::PeerDead => {
                     self.mark_dead_if(true);
-                    let n = ring::try_read(&r, &mut rx, buf)?;
+                    let n = take(&mut rx, buf)?;
                     if n > 0 {
                         return Ok(n);
                     }
@@ -356,7 +555,9 @@ impl Conn {
         }
     }
 
-    fn write(&self, buf: &[u8]) -> io::Result<usize> {
+    /// Writes; with `wait` false it never waits (the second and later
+    /// buffers of a vectored write).
+    fn write(&self, buf: &[u8], wait: bool) -> io::Result<usize> {
         if self.shut.load(Ordering::Relaxed) & SHUT_WR != 0 {
             return Err(io::Error::new(
                 io::ErrorKind::BrokenPipe,
@@ -367,9 +568,22 @@ impl Conn {
             return Ok(0);
         }
         let r = self.txr()?;
+        // A connector whose connection waits in the backlog writes into its
+        // own ring all the same (the listener reads it once it accepts);
+        // a failed handshake shows here.
+        let rxs = match self.establish() {
+            Ok(s) => s,
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => return Err(e),
+            Err(e) => return Err(io::Error::new(io::ErrorKind::BrokenPipe, e.to_string())),
+        };
         self.publish_cpu();
         let mut tx = lock(&self.tx.tx);
-        let nb = self.nonblocking.load(Ordering::Relaxed);
+        if self.write_armed.load(Ordering::Relaxed) {
+            let mut armed = true;
+            ring::disarm_writer(&r, &mut armed);
+            self.write_armed.store(false, Ordering::Relaxed);
+        }
+        let nb = !wait || self.nonblocking.load(Ordering::Relaxed);
         let deadline = if nb {
             Some(Instant::now())
         } else {
@@ -377,7 +591,12 @@ impl Conn {
         };
         let mode = *lock(&self.mode);
         if !tx.ready {
-            self.wait_ready(mode, deadline)?;
+            if let Err(e) = self.wait_ready(mode, deadline) {
+                if e.kind() == io::ErrorKind::WouldBlock {
+                    self.write_unarmed.store(true, Ordering::Relaxed);
+                }
+                return Err(e);
+            }
             tx.ready = true;
         }
         loop {
@@ -396,16 +615,31 @@ impl Conn {
             let desired = self.tx.alloc.load(Ordering::Relaxed);
             let res = ring::try_write(&r, &mut tx, desired, buf);
             Endpoint::publish_extent(&self.tx, tx.chunk);
+            if std::mem::take(&mut tx.rang) && ring::reader_polls(&r) {
+                self.ring_doorbell();
+            }
             let n = res?;
             if n > 0 {
                 return Ok(n);
             }
             if nb {
+                if wait && self.polled.load(Ordering::Relaxed) {
+                    self.drain_doorbells();
+                    let mut armed = false;
+                    let ready = ring::arm_writer(&r, &mut tx, desired, &mut armed);
+                    if !matches!(ready, Ok(false)) {
+                        ring::disarm_writer(&r, &mut armed);
+                        ready?;
+                        continue;
+                    }
+                    self.write_armed.store(true, Ordering::Relaxed);
+                }
                 return Err(io::Error::from(io::ErrorKind::WouldBlock));
             }
             ring::writer_wants_half(&r, &tx);
             let ec = &r.slot.cons.space_ec;
-            let peer_cpu = self.rxr().ok().map(|p| &p.slot.prod.cpu);
+            let peer = rxs.and_then(|s| s.ring().ok());
+            let peer_cpu = peer.as_ref().map(|p| &p.slot.prod.cpu);
             let hint = SpinHint {
                 budget_ns: &self.tx_spin,
                 peer_cpu,
@@ -426,6 +660,56 @@ impl Conn {
                 Waited::TimedOut => return Err(self.timed_out()),
             }
         }
+    }
+
+    /// `read_vectored`: fills the buffers in order; only the first non-empty
+    /// one may wait, the rest take what is there already.
+    fn read_vectored(&self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+        let mut it = bufs.iter_mut().filter(|b| !b.is_empty());
+        let Some(first) = it.next() else {
+            return Ok(0);
+        };
+        let mut n = self.read(first, false, true)?;
+        if n < first.len() {
+            return Ok(n);
+        }
+        for b in it {
+            match self.read(b, false, false) {
+                Ok(k) => {
+                    n += k;
+                    if k < b.len() {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        Ok(n)
+    }
+
+    /// `write_vectored`: writes the buffers in order; only the first
+    /// non-empty one may wait, the rest go in as far as there is room.
+    fn write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        let mut it = bufs.iter().filter(|b| !b.is_empty());
+        let Some(first) = it.next() else {
+            return self.write(&[], true);
+        };
+        let mut n = self.write(first, true)?;
+        if n < first.len() {
+            return Ok(n);
+        }
+        for b in it {
+            match self.write(b, false) {
+                Ok(k) => {
+                    n += k;
+                    if k < b.len() {
+                        break;
+                    }
+                }
+                Err(_) => break,
+            }
+        }
+        Ok(n)
     }
 
     /// Waits until no shrinking neighbour still has data in our new block.
@@ -461,19 +745,46 @@ impl Conn {
             self.ep.close_tx(&self.tx);
         }
         if new & SHUT_RD != 0 {
-            if let Ok(r) = self.rxr() {
-                // Release; pairs with the Acquire in the peer's `reader_closed`.
-                r.slot.cons.flags.store(FLAG_CLOSED, Ordering::Release);
-                r.slot.cons.space_ec.notify_all();
-                r.slot.prod.data_ec.notify_all();
+            // Under `hs`: if the reply has not come yet, `establish` raises
+            // the flag when it does.
+            let _hs = lock(&self.hs);
+            if let Some(side) = self.rxs.get() {
+                side.close_reader();
             }
+        }
+        if new != 0 && self.rxs.get().is_some() {
+            // After the flags: a peer that polls learns of the shutdown
+            // (EOF, or BrokenPipe on its writes) through its readiness
+            // descriptor.
+            self.ring_doorbell();
         }
     }
 }
 
 impl Drop for Conn {
     fn drop(&mut self) {
+        // Withdraw a poller's announcements: the peer need not ring us any
+        // more.
+        if self.read_armed.load(Ordering::Relaxed) {
+            if let Some(r) = self.rxs.get().and_then(|s| s.ring().ok()) {
+                ring::disarm_reader(&r, &mut true);
+            }
+        }
+        if self.write_armed.load(Ordering::Relaxed) {
+            if let Ok(r) = self.txr() {
+                ring::disarm_writer(&r, &mut true);
+            }
+        }
         self.shutdown(Shutdown::Both);
+        if self.rxs.get().is_none() {
+            // A connector dropped while its connection waits in the
+            // backlog: the listener can no longer learn of it through our
+            // consumer flag, so say so on the socket. Its end reports a
+            // hang-up (`Liveness::dead`); what we wrote stays readable.
+            if let Liveness::Socket(s) = &*self.live {
+                let _ = crate::raw::shutdown_write(s);
+            }
+        }
         self.ep.retire(self.tx.clone(), self.live.clone());
     }
 }
@@ -499,19 +810,82 @@ impl fmt::Debug for ShmStream {
 }
 
 impl ShmStream {
-    /// Connects to a listener (waits until it accepts, refuses, or dies).
+    /// Connects to a listener. Returns once the listener's backlog holds the
+    /// connection (as `connect(2)` does), without waiting for `accept`:
+    /// what is written meanwhile waits in the connection's buffer, and the
+    /// first read waits for the listener to accept. `ConnectionRefused` if
+    /// nobody listens or the backlog is full.
     pub fn connect(addr: &crate::SockAddr) -> io::Result<ShmStream> {
-        crate::handshake::connect(addr, None)
+        crate::handshake::connect(addr)
     }
 
-    /// Connects, giving up with `TimedOut` after `timeout`.
+    /// Connects like [`connect`](ShmStream::connect), which never waits
+    /// (the backlog takes the connection or refuses it at once); the
+    /// timeout is only checked, as `TcpStream::connect_timeout` checks it.
+    /// A zero `timeout` is `InvalidInput`, as in std; any other is accepted.
     pub fn connect_timeout(addr: &crate::SockAddr, timeout: Duration) -> io::Result<ShmStream> {
-        crate::handshake::connect(addr, Some(timeout))
+        check_timeout(Some(timeout))?;
+        crate::handshake::connect(addr)
+    }
+
+    /// A connected pair of streams, as `UnixStream::pair`: made through a
+    /// listener of a fresh private namespace, dropped once it has accepted.
+    pub fn pair() -> io::Result<(ShmStream, ShmStream)> {
+        let l = crate::ShmListener::bind(&crate::Namespace::private().addr(0))?;
+        let a = ShmStream::connect(&l.local_addr()?)?;
+        l.set_nonblocking(true)?;
+        // The connection is in the backlog already: accept does not wait.
+        let (b, _) = l.accept()?;
+        Ok((a, b))
     }
 
     /// The peer's address.
     pub fn peer_addr(&self) -> io::Result<PeerAddr> {
         Ok(self.c.peer_addr.clone())
+    }
+
+    /// This end's address: the listener's endpoint (`p<port>`) for an
+    /// accepted stream, the process's client endpoint (`c<pid>-<n>`, which
+    /// [`PeerAddr::is_unnamed`] reports as unnamed) for a connector.
+    pub fn local_addr(&self) -> io::Result<PeerAddr> {
+        Ok(PeerAddr {
+            namespace: self.c.peer_addr.namespace.clone(),
+            pid: crate::raw::getpid(),
+            endpoint: self.c.ep.shm.name.clone(),
+        })
+    }
+
+    /// Reads without consuming: the next `read` returns the same bytes.
+    /// Waits as `read` does (timeout, non-blocking mode).
+    pub fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.c.read(buf, true, true)
+    }
+
+    /// True: `write_vectored` writes several buffers in one call (std's
+    /// `Write::is_write_vectored` is unstable, hence an inherent method).
+    pub fn is_write_vectored(&self) -> bool {
+        true
+    }
+
+    /// True: `read_vectored` fills several buffers in one call.
+    pub fn is_read_vectored(&self) -> bool {
+        true
+    }
+
+    /// The error of a connection the listener refused or answered with an
+    /// invalid reply after `connect` had returned (reported once; reads
+    /// and writes keep failing), like `SO_ERROR`. `Ok(None)` otherwise.
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        if self.c.rxs.get().is_none() {
+            let _ = self.c.establish();
+        }
+        let hs = lock(&self.c.hs);
+        match &*hs {
+            Some((kind, why)) if !self.c.error_taken.swap(true, Ordering::Relaxed) => {
+                Ok(Some(io::Error::new(*kind, why.clone())))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// A second handle to the same connection (shares options and state).
@@ -572,35 +946,41 @@ impl ShmStream {
         self.c.tx.alloc.load(Ordering::Relaxed)
     }
 
-    /// The chunk size the peer last announced in a fragment header (0 before
-    /// the first fragment).
+    /// The chunk size the peer last announced in a fragment header (before
+    /// the first fragment: the one of the handshake, or 0 while a
+    /// connector's connection waits in the listener's backlog).
     pub fn recv_chunk(&self) -> u32 {
-        lock(&self.c.rx).chunk
+        match lock(&self.c.rx).chunk {
+            0 => self.c.rxs.get().map_or(0, |s| s.ring.chunk),
+            c => c,
+        }
     }
-}
-
-fn check_timeout(t: Option<Duration>) -> io::Result<()> {
-    if t == Some(Duration::ZERO) {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, "zero timeout"));
-    }
-    Ok(())
 }
 
 impl Read for ShmStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.c.read(buf)
+        self.c.read(buf, false, true)
+    }
+    fn read_vectored(&mut self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+        self.c.read_vectored(bufs)
     }
 }
 
 impl Read for &ShmStream {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.c.read(buf)
+        self.c.read(buf, false, true)
+    }
+    fn read_vectored(&mut self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+        self.c.read_vectored(bufs)
     }
 }
 
 impl Write for ShmStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.c.write(buf)
+        self.c.write(buf, true)
+    }
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.c.write_vectored(bufs)
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
@@ -609,9 +989,58 @@ impl Write for ShmStream {
 
 impl Write for &ShmStream {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.c.write(buf)
+        self.c.write(buf, true)
+    }
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.c.write_vectored(bufs)
     }
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// `Instant::now() + d`, or None (no deadline) where that is beyond what an
+/// `Instant` can hold: every `Duration` is a valid timeout.
+pub(crate) fn deadline_after(d: Duration) -> Option<Instant> {
+    Instant::now().checked_add(d)
+}
+
+/// Refuses a zero timeout, as std's sockets do (`InvalidInput`); any other
+/// duration, `Duration::MAX` included, is accepted.
+pub(crate) fn check_timeout(t: Option<Duration>) -> io::Result<()> {
+    if t == Some(Duration::ZERO) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "cannot set a 0 duration timeout",
+        ));
+    }
+    Ok(())
+}
+
+/// The stream's readiness descriptor: its end of the connection's Unix
+/// socket, for an event loop to poll for *readable* (mio, tokio's
+/// `AsyncFd`, async-io). It becomes readable when the stream may make
+/// progress in a direction whose non-blocking call last returned
+/// `WouldBlock`: data or EOF to read, room to write, the listener's reply,
+/// or the peer gone. Taking it marks the stream as polled: from then on
+/// such a `WouldBlock` asks the peer to ring the socket (see "Readiness"
+/// in `src/README.md`); a stream nobody polls costs the peer nothing. Take
+/// it (register it) before the calls whose `WouldBlock` it should report,
+/// as an edge-triggered loop does anyway. Only poll it: reading from or
+/// writing to it breaks the connection.
+impl AsFd for ShmStream {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.c.polled.store(true, Ordering::Relaxed);
+        match &*self.c.live {
+            Liveness::Socket(s) => s.as_fd(),
+            // Streams are always made with their socket.
+            Liveness::Never => unreachable!("a stream without a socket"),
+        }
+    }
+}
+
+impl std::os::fd::AsRawFd for ShmStream {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.as_fd().as_raw_fd()
     }
 }

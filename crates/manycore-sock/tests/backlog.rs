@@ -11,7 +11,7 @@
 mod common;
 use common::*;
 use manycore_sock::{Config, ShmListener, ShmStream};
-use std::io::ErrorKind;
+use std::io::{ErrorKind, Read};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -19,15 +19,22 @@ const PORT: u32 = 21;
 const BACKLOG: u32 = 3;
 const HOOK: &str = "MANYCORE_SOCK_TEST_HOOK";
 
-/// The connector: exits 0 once connected, 2 if refused, 1 on other errors.
+/// The connector: exits 0 once accepted (connect returns when the backlog
+/// holds the connection; the listener drops what it accepts, so we read
+/// EOF), 2 if refused, 1 on other errors.
 #[test]
 fn peer() {
     let Some((role, ns)) = child_role() else {
         return;
     };
     assert_eq!(role, "connect");
-    let code = match ShmStream::connect_timeout(&ns.addr(PORT), Duration::from_secs(30)) {
-        Ok(_) => 0,
+    let accepted = |s: ShmStream| {
+        s.set_read_timeout(Some(Duration::from_secs(30)))?;
+        (&s).read(&mut [0u8; 1])
+    };
+    let code = match ShmStream::connect(&ns.addr(PORT)).and_then(accepted) {
+        Ok(0) => 0,
+        Ok(_) => 1,
         Err(e) if e.kind() == ErrorKind::ConnectionRefused => 2,
         Err(e) => {
             eprintln!("connector: {e}");
