@@ -62,6 +62,9 @@ pub enum Error {
     InvalidConfig(String),
     /// A core's thread could not be started.
     Spawn(std::io::Error),
+    /// The machine or the process ran out of something the runtime needs
+    /// (threads, memory for a core's stack); the message says what.
+    Resource(String),
     /// An idle hook is already installed on this runtime.
     HookAlreadySet,
 }
@@ -71,6 +74,7 @@ impl fmt::Display for Error {
         match self {
             Error::InvalidConfig(m) => write!(f, "invalid runtime configuration: {m}"),
             Error::Spawn(e) => write!(f, "could not start a core thread: {e}"),
+            Error::Resource(m) => write!(f, "out of resources: {m}"),
             Error::HookAlreadySet => f.write_str("an idle hook is already installed"),
         }
     }

@@ -27,6 +27,27 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # Memory
+//!
+//! A runtime costs little until its cores talk: the ring between two cores
+//! is made when the first message goes from one to the other, so memory
+//! grows with the pairs of cores that talk rather than with the square of
+//! the cores (a runtime of 1024 cores is mostly its threads' stacks).
+//!
+//! What a core queues toward another core whose ring is full is bounded by
+//! [`Builder::spill_limit`] (1024 messages per destination by default). A
+//! core that reaches the limit serves its own messages (runs what arrives,
+//! as a core waiting for a result does) until the destination has taken
+//! some, so two cores flooding each other cannot deadlock; in that one
+//! respect `spawn` and `call` from a core can wait. One case goes past the
+//! limit instead of waiting: a message that the core runs while it serves
+//! that way, and that itself sends toward a full queue whose receiver does
+//! not consume for a millisecond (the stack would otherwise grow, or two
+//! such cores deadlock). Threads that are not cores wait for room in their
+//! ring, a bounded sleep at a time. The queue of messages a core sends to
+//! itself, its task queue and its async tasks are not bounded. The
+//! protocol is in `src/README.md`.
+//!
 //! # Unsafe code
 //!
 //! Every abstraction built on `unsafe` is in the private module `raw`, one
@@ -39,8 +60,8 @@
 //! # Features
 //!
 //! `internals` (off by default) adds items that exist for tests, benches
-//! and probes, not for users: `debug_counts`, `Group::reduce_measured` and
-//! `Group::generation`. They are not a stable API.
+//! and probes, not for users: `debug_counts`, `Runtime::debug_spill`,
+//! `Group::reduce_measured` and `Group::generation`. They are not a stable API.
 
 #![warn(missing_docs)]
 
@@ -57,6 +78,8 @@ mod mailbox;
 mod object;
 mod raw;
 mod runtime;
+mod sparse;
+mod spill;
 mod task_queue;
 mod timer;
 
@@ -79,3 +102,5 @@ pub const INLINE_CLOSURE_BYTES: usize = raw::INLINE_BYTES;
 
 #[cfg(all(test, loom))]
 mod loom_tests;
+#[cfg(all(test, not(loom)))]
+mod tests;

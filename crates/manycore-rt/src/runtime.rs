@@ -5,7 +5,8 @@ use crate::core::Core;
 use crate::core_loop::{self, CoreLocal};
 use crate::error::Error;
 use crate::mailbox::Mailbox;
-use crate::raw::Message;
+use crate::raw::{HandoffTable, Message};
+use crate::sparse::Sparse;
 use manycore_ring::{Consumer, Producer};
 use manycore_sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use manycore_sync::CachePadded;
@@ -74,6 +75,7 @@ pub struct Builder {
     scheduler: crate::task_queue::Scheduler,
     core_schedulers: Vec<(usize, crate::task_queue::Scheduler)>,
     coroutine_stack: usize,
+    spill_limit: usize,
 }
 
 impl Builder {
@@ -109,9 +111,18 @@ impl Builder {
         self
     }
     /// Slots per ring (rounded up to a power of two; default 256 for up to 8
-    /// cores, 64 above).
+    /// cores, 64 above). A ring is made when its two ends first talk.
     pub fn ring_capacity(mut self, slots: usize) -> Self {
         self.ring_capacity = Some(slots);
+        self
+    }
+    /// Messages a core may queue toward one destination whose ring is full
+    /// (default 1024, at least 1). A core whose queue toward a destination
+    /// is full serves its own rings until the queue has room; the policy,
+    /// and the one case in which a queue grows past this, are described in
+    /// the [crate docs](crate#memory).
+    pub fn spill_limit(mut self, messages: usize) -> Self {
+        self.spill_limit = messages.max(1);
         self
     }
     /// Rings per core for threads that are not cores (default 4, at least 1).
@@ -170,30 +181,11 @@ impl Builder {
             }
         }
 
-        // Rings: producers[src][dst], consumers[dst][src].
-        let mut producers: Vec<Vec<Option<Producer<Message>>>> = (0..sources)
-            .map(|_| (0..n).map(|_| None).collect())
-            .collect();
-        let mut consumers: Vec<Vec<Option<Consumer<Message>>>> = (0..n)
-            .map(|_| (0..sources).map(|_| None).collect())
-            .collect();
-        for (src, row) in producers.iter_mut().enumerate() {
-            for (dst, slot) in row.iter_mut().enumerate() {
-                if src == dst {
-                    continue;
-                }
-                let (p, c) = manycore_ring::channel::<Message>(cap)
-                    .map_err(|e| Error::InvalidConfig(e.to_string()))?;
-                *slot = Some(p);
-                consumers[dst][src] = Some(c);
-            }
-        }
-        let lane_producers: Vec<Vec<Option<Producer<Message>>>> = producers.split_off(n);
-        let lanes = lane_producers
-            .into_iter()
-            .map(|ps| {
+        // Rings are made when their two ends first talk (`bind`).
+        let lanes = (0..self.lanes)
+            .map(|_| {
                 CachePadded::new(Mutex::new(Lane {
-                    producers: ps,
+                    producers: Sparse::default(),
                     sent: 0,
                 }))
             })
@@ -205,6 +197,9 @@ impl Builder {
             lanes,
             idle: self.idle,
             mailboxes: (0..n).map(|_| Mailbox::new(sources)).collect(),
+            new_rings: (0..n).map(|_| HandoffTable::new(sources)).collect(),
+            ring_capacity: cap,
+            spill_limit: self.spill_limit,
             parked: (0..n).map(|_| Mutex::new(None)).collect(),
             urgent: (0..n)
                 .map(|_| Mutex::new(std::collections::VecDeque::new()))
@@ -222,7 +217,7 @@ impl Builder {
         let pin = self.pin && !oversubscribed;
         let mut threads = Vec::with_capacity(n);
         let mut result = Ok(());
-        for (i, (ps, cs)) in producers.into_iter().zip(consumers).enumerate() {
+        for i in 0..n {
             let sh = shared.clone();
             let cpu = cpus[i % cpus.len()];
             let sched = scheds[i];
@@ -233,12 +228,17 @@ impl Builder {
                         // A failed pin is not fatal: the core still works, only unpinned.
                         let _ = manycore_sync::cpu::pin_current(cpu);
                     }
-                    core_loop::run_core(CoreLocal::new(i, sh, ps, cs, sched));
+                    core_loop::run_core(CoreLocal::new(i, sh, sched));
                 });
             match spawned {
                 Ok(h) => threads.push(h),
                 Err(e) => {
-                    result = Err(Error::Spawn(e));
+                    result = Err(match e.kind() {
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::OutOfMemory => {
+                            Error::Resource(format!("could not start core thread {i} of {n}: {e}"))
+                        }
+                        _ => Error::Spawn(e),
+                    });
                     break;
                 }
             }
@@ -254,11 +254,13 @@ impl Builder {
 }
 
 /// The consumer ends of one core's incoming rings, indexed by source.
-pub(crate) type Consumers = Vec<Option<Consumer<Message>>>;
+pub(crate) type Consumers = Sparse<Consumer<Message>>;
 
 /// Messages from outside threads to each core through one lane.
 pub(crate) struct Lane {
-    pub(crate) producers: Vec<Option<Producer<Message>>>,
+    /// The producer end of ring (this lane, d), by destination d, for the
+    /// destinations this lane has sent to.
+    pub(crate) producers: Sparse<Producer<Message>>,
     pub(crate) sent: u64,
 }
 
@@ -289,6 +291,11 @@ pub(crate) struct CoreState {
     pub(crate) asleep_ns: AtomicU64,
     /// Results that came after their waiter gave up (Relaxed; for `stats`).
     pub(crate) late_results: AtomicU64,
+    /// The most messages the core ever held spilled toward one destination
+    /// (Relaxed; for the `internals` probe `Runtime::debug_spill`).
+    pub(crate) spill_peak: AtomicU64,
+    /// Messages the core queued past the spill limit (Relaxed; as above).
+    pub(crate) spill_over: AtomicU64,
     /// Urgent invocations the core has taken, as of its last going idle (as
     /// `sent`); the quiescence check compares it with the mailbox's count of
     /// those pushed.
@@ -303,6 +310,13 @@ pub(crate) struct Shared {
     pub(crate) lanes: Box<[CachePadded<Mutex<Lane>>]>,
     pub(crate) idle: IdlePolicy,
     pub(crate) mailboxes: Box<[Mailbox]>,
+    /// By destination: the consumer ends of rings their senders have made
+    /// and not yet seen taken (README.md, "Binding a ring").
+    pub(crate) new_rings: Box<[HandoffTable<Consumer<Message>>]>,
+    /// Slots of every ring.
+    pub(crate) ring_capacity: usize,
+    /// Messages a core may queue toward one destination (`Builder::spill_limit`).
+    pub(crate) spill_limit: usize,
     /// Consumers of an exited core, for late senders to drain.
     pub(crate) parked: Box<[Mutex<Option<Consumers>>]>,
     /// The front lane of each core, for urgent invocations.
@@ -342,12 +356,20 @@ impl Shared {
     }
 
     /// Drains ring (src, dst) of an exited core, dropping what was left.
+    /// Does nothing if `dst` has not parked its consumers yet: it drains
+    /// every ring, bound or only offered, when it does.
     pub(crate) fn drain_parked(&self, dst: usize, src: usize) {
         let mut dropped = Vec::new();
         {
             let mut g = self.parked[dst].lock().unwrap_or_else(|e| e.into_inner());
             if let Some(cs) = g.as_mut() {
-                if let Some(c) = cs[src].as_mut() {
+                if cs.get(src).is_none() {
+                    // Bound after the exit: take it from the table ourselves.
+                    if let Some(c) = self.new_rings[dst].take(src) {
+                        cs.insert(src, *c);
+                    }
+                }
+                if let Some(c) = cs.get_mut(src) {
                     while let Some(m) = c.try_pop() {
                         dropped.push(m);
                     }
@@ -449,6 +471,7 @@ impl Runtime {
             scheduler: Default::default(),
             core_schedulers: Vec::new(),
             coroutine_stack: crate::coroutine::DEFAULT_COROUTINE_STACK,
+            spill_limit: 1024,
         }
     }
 
@@ -525,6 +548,25 @@ impl Runtime {
                 sleeps: s.sleeps.load(Ordering::Relaxed),
                 asleep: Duration::from_nanos(s.asleep_ns.load(Ordering::Relaxed)),
                 late_results: s.late_results.load(Ordering::Relaxed),
+            })
+            .collect()
+    }
+
+    /// For each core: (the most messages it ever held spilled toward one
+    /// destination, the messages it queued past the spill limit).
+    ///
+    /// Only with the `internals` feature: a probe for tests, not an API.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn debug_spill(&self) -> Vec<(u64, u64)> {
+        self.shared
+            .states
+            .iter()
+            .map(|s| {
+                (
+                    s.spill_peak.load(Ordering::Relaxed),
+                    s.spill_over.load(Ordering::Relaxed),
+                )
             })
             .collect()
     }
