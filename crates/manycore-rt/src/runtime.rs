@@ -12,7 +12,7 @@ use manycore_sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use manycore_sync::CachePadded;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How a core waits when it has nothing to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,6 +212,7 @@ impl Builder {
             idle_hook: Mutex::new(None),
             hook_gen: AtomicU64::new(0),
             coroutine_stack: self.coroutine_stack,
+            name: self.name.clone(),
         });
 
         let pin = self.pin && !oversubscribed;
@@ -342,6 +343,8 @@ pub(crate) struct Shared {
     /// copy of the hook (under the mutex) only when it changed.
     pub(crate) hook_gen: AtomicU64,
     pub(crate) coroutine_stack: usize,
+    /// Prefix of the core threads' names (`Builder::name`).
+    name: String,
 }
 
 impl Shared {
@@ -411,6 +414,86 @@ impl Shared {
         for mb in self.mailboxes.iter() {
             mb.doorbell().notify_all();
         }
+    }
+
+    /// Stops outside threads from sending and wakes every core.
+    fn begin_shutdown(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.wake_all();
+    }
+
+    /// The cores that are running work or have urgent work waiting.
+    fn busy_cores(&self) -> Vec<usize> {
+        (0..self.n)
+            .filter(|&i| {
+                let st = &self.states[i];
+                st.epoch_idle.load(Ordering::Acquire) & 1 == 0
+                    || st.urgent_received.load(Ordering::Acquire)
+                        != self.mailboxes[i].urgent_pushed()
+            })
+            .collect()
+    }
+
+    /// Waits until the runtime is quiescent (two equal quiescent snapshots
+    /// 200 µs apart), or until `deadline`; then returns the cores still
+    /// busy. Checks at least once, whatever the deadline.
+    fn wait_quiescent(&self, deadline: Option<Instant>) -> Result<(), Vec<usize>> {
+        let mut pause = Duration::from_micros(20);
+        loop {
+            if let Some(a) = self.quiescent_snapshot() {
+                std::thread::sleep(Duration::from_micros(200));
+                if self.quiescent_snapshot().as_ref() == Some(&a) {
+                    return Ok(());
+                }
+            }
+            let now = Instant::now();
+            if let Some(d) = deadline {
+                if now >= d {
+                    return Err(self.busy_cores());
+                }
+                pause = pause.min(d - now);
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
+        }
+    }
+
+    /// Tells the cores to exit and joins their threads: all of them, or,
+    /// with a `grace`, those that exit within it (the others are detached;
+    /// each exits when the code it runs returns). Returns the cores whose
+    /// threads were detached.
+    fn close_and_join(&self, threads: Vec<JoinHandle<()>>, grace: Option<Duration>) -> Vec<usize> {
+        self.closing.store(true, Ordering::SeqCst);
+        self.wake_all();
+        let mut running = Vec::new();
+        match grace {
+            None => {
+                for h in threads {
+                    let _ = h.join();
+                }
+            }
+            Some(g) => {
+                let until = Instant::now() + g;
+                while threads.iter().any(|h| !h.is_finished()) && Instant::now() < until {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                for (i, h) in threads.into_iter().enumerate() {
+                    if h.is_finished() {
+                        let _ = h.join();
+                    } else {
+                        running.push(i);
+                    }
+                }
+            }
+        }
+        // The hook may hold core handles (a cycle through this state): drop it.
+        drop(
+            self.idle_hook
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
+        running
     }
 }
 
@@ -582,11 +665,15 @@ impl Runtime {
     /// after that are dropped, and their invocations fail with
     /// [`InvokeError::Shutdown`](crate::InvokeError::Shutdown). Idempotent.
     ///
+    /// It waits as long as the cores have work: code that never returns,
+    /// or work that keeps sending itself more work, keeps it waiting. Use
+    /// [`shutdown_timeout`](Self::shutdown_timeout) to bound the wait.
+    ///
     /// Called from one of this runtime's own cores, it only begins the
-    /// shutdown (a core cannot join itself); dropping the runtime finishes it.
+    /// shutdown (a core cannot wait for itself); dropping the runtime
+    /// finishes it, there or elsewhere.
     pub fn shutdown(&self) {
-        self.shared.stopping.store(true, Ordering::SeqCst);
-        self.shared.wake_all();
+        self.shared.begin_shutdown();
         if core_loop::on_core_of(self.shared.id) {
             return;
         }
@@ -594,35 +681,138 @@ impl Runtime {
         if threads.is_empty() {
             return;
         }
-        let mut pause = Duration::from_micros(20);
-        loop {
-            if let Some(a) = self.shared.quiescent_snapshot() {
-                std::thread::sleep(Duration::from_micros(200));
-                if self.shared.quiescent_snapshot().as_ref() == Some(&a) {
-                    break;
-                }
+        let _ = self.shared.wait_quiescent(None);
+        self.shared
+            .close_and_join(std::mem::take(&mut *threads), None);
+    }
+
+    /// [`shutdown`](Self::shutdown), waiting at most `timeout` (any
+    /// duration: `Duration::MAX` waits as long as `shutdown`) for the work
+    /// in flight to finish. If it does not, the cores are told to exit at
+    /// once: what they had queued is dropped (those invocations fail with
+    /// `Shutdown`), and a core exits as soon as the code it runs returns.
+    /// The error names the cores that were still busy, and those whose
+    /// threads had not exited 100 ms later (they exit when their code
+    /// returns; nothing waits for them).
+    ///
+    /// It checks for quiescence at least once (a fraction of a
+    /// millisecond), even with a zero timeout. Called from one of this
+    /// runtime's own cores, it only begins the shutdown, as `shutdown`
+    /// does, and reports that core as busy.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = manycore_rt::Runtime::builder().cores(2).build().unwrap();
+    /// rt.core(1).call(|| 2 + 2).wait().unwrap();
+    /// assert_eq!(rt.shutdown_timeout(Duration::from_secs(10)), Ok(()));
+    /// ```
+    pub fn shutdown_timeout(&self, timeout: Duration) -> Result<(), ShutdownError> {
+        let deadline = crate::timer::deadline_in(timeout);
+        self.shared.begin_shutdown();
+        if let Some(i) =
+            core_loop::with_local(|l| l.filter(|l| l.shared.id == self.shared.id).map(|l| l.index))
+        {
+            return Err(ShutdownError {
+                busy: vec![i],
+                running: vec![i],
+            });
+        }
+        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        if threads.is_empty() {
+            return Ok(());
+        }
+        let threads = std::mem::take(&mut *threads);
+        match self.shared.wait_quiescent(Some(deadline)) {
+            Ok(()) => {
+                self.shared.close_and_join(threads, None);
+                Ok(())
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(2));
+            Err(busy) => {
+                let running = self
+                    .shared
+                    .close_and_join(threads, Some(Duration::from_millis(100)));
+                Err(ShutdownError { busy, running })
+            }
         }
-        self.shared.closing.store(true, Ordering::SeqCst);
-        self.shared.wake_all();
-        for h in threads.drain(..) {
-            let _ = h.join();
+    }
+
+    /// Drop on one of this runtime's own cores: the core cannot wait for
+    /// itself, so a thread of its own finishes the shutdown once every
+    /// core (this one too, when its current work returns) is idle. If no
+    /// thread can be started, the cores are told to exit at once.
+    fn finish_elsewhere(&self) {
+        self.shared.begin_shutdown();
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        if threads.is_empty() {
+            return;
         }
-        // The hook may hold core handles (a cycle through this state): drop it.
-        drop(
-            self.shared
-                .idle_hook
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take(),
-        );
+        let shared = self.shared.clone();
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<JoinHandle<()>>>();
+        let started = std::thread::Builder::new()
+            .name(format!("{}-stop", self.shared.name))
+            .spawn(move || {
+                if let Ok(threads) = rx.recv() {
+                    let _ = shared.wait_quiescent(None);
+                    shared.close_and_join(threads, None);
+                }
+            });
+        match started {
+            Ok(_) => {
+                let _ = tx.send(threads);
+            }
+            Err(_) => {
+                // Detached: every core exits at its next look at `closing`.
+                self.shared.close_and_join(threads, Some(Duration::ZERO));
+            }
+        }
     }
 }
 
+/// What [`Runtime::shutdown_timeout`] reports when the work in flight did
+/// not finish in time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShutdownError {
+    busy: Vec<usize>,
+    running: Vec<usize>,
+}
+
+impl ShutdownError {
+    /// The cores that were running work, or had work waiting, when the time
+    /// ran out (in index order; empty if the only work left was in flight
+    /// between cores).
+    pub fn busy_cores(&self) -> &[usize] {
+        &self.busy
+    }
+
+    /// The cores whose threads had not exited when `shutdown_timeout`
+    /// returned: each was running code that had not returned (it exits
+    /// when it does).
+    pub fn running_cores(&self) -> &[usize] {
+        &self.running
+    }
+}
+
+impl std::fmt::Display for ShutdownError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "shutdown timed out with cores {:?} busy", self.busy)?;
+        if !self.running.is_empty() {
+            write!(f, "; cores {:?} are still running code", self.running)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ShutdownError {}
+
 impl Drop for Runtime {
+    /// [`Runtime::shutdown`]; on one of this runtime's own cores, the
+    /// shutdown is finished by a thread of its own once that core's current
+    /// work returns (the runtime's threads all end then).
     fn drop(&mut self) {
-        self.shutdown();
+        if core_loop::on_core_of(self.shared.id) {
+            self.finish_elsewhere();
+        } else {
+            self.shutdown();
+        }
     }
 }

@@ -67,6 +67,10 @@ impl CoreLocal {
             };
             match m {
                 Some(m) => {
+                    if n == 0 {
+                        // Busy while it runs (the shutdown names busy cores).
+                        self.set_busy();
+                    }
                     n += 1;
                     self.run(m);
                     // Every finished activity is a scheduling point.
@@ -148,6 +152,10 @@ impl CoreLocal {
 
     /// Runs up to `max` messages from the local queue.
     pub(super) fn run_local(&self, max: usize) -> usize {
+        if self.inbox.local_len.get() == 0 {
+            return 0;
+        }
+        self.set_busy();
         let mut n = 0;
         while n < max && self.inbox.local_len.get() > 0 {
             let m = self.inbox.local.borrow_mut().pop_front();
@@ -169,6 +177,7 @@ impl CoreLocal {
         if pushed == self.inbox.urgent_seen.get() {
             return 0;
         }
+        self.set_busy();
         let batch: Vec<Message> = self.shared.urgent[self.index]
             .lock()
             .unwrap_or_else(|e| e.into_inner())

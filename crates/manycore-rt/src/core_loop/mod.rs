@@ -39,6 +39,9 @@ const WAIT_LOOKS: u32 = 8;
 /// Empty polls between clearing stale active bits (while the core spins;
 /// it clears them anyway before it sleeps).
 const CLEAR_EVERY: u32 = 4096;
+/// Busy polls between looks at `closing`: a shutdown that gives up
+/// waiting for quiescence stops a core that never runs out of work.
+const CLOSE_CHECK_EVERY: u32 = 64;
 
 thread_local! {
     /// This thread's core state while it runs `run_core` (see `raw::current`).
@@ -134,6 +137,7 @@ impl CoreLocal {
         n += self.timers.fire();
         n += self.run_local(BATCH);
         if self.exec.has_ready() {
+            self.set_busy();
             n += self.exec.run_ready(self, BATCH);
         }
         // One task from the scheduler queue per round, so that work arriving
@@ -203,10 +207,15 @@ pub(crate) fn run_core(local: CoreLocal) {
     let policy_spin = l.shared.idle.spin_budget();
     let mut budget = SpinBudget::new(policy_spin);
     let mut empty = 0u32;
+    let mut busy = 0u32;
     let (mut hook_gen, mut hook) = (0, None);
     loop {
         if l.poll() > 0 {
             budget.reset();
+            busy = busy.wrapping_add(1);
+            if busy % CLOSE_CHECK_EVERY == 0 && l.shared.closing.load(Ordering::Acquire) {
+                break;
+            }
             continue;
         }
         if l.shared.closing.load(Ordering::Acquire) {
