@@ -132,15 +132,42 @@ impl Core {
     }
 }
 
+thread_local! {
+    /// Set while `block_on` polls its future: an invocation polled then is
+    /// waited for synchronously by the stack that polls it.
+    static IN_BLOCK_ON: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// True while `block_on` polls its future on this thread.
+pub(crate) fn in_block_on() -> bool {
+    IN_BLOCK_ON.with(|b| b.get())
+}
+
+/// Polls `fut` as `block_on` does, marked as a synchronous wait.
+pub(crate) fn poll_blocking<F: Future>(fut: Pin<&mut F>, cx: &mut Context<'_>) -> Poll<F::Output> {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            IN_BLOCK_ON.with(|b| b.set(self.0));
+        }
+    }
+    let _restore = Restore(IN_BLOCK_ON.with(|b| b.replace(true)));
+    fut.poll(cx)
+}
+
 /// Waits for a future. Inside a coroutine, suspends the coroutine (the core
 /// runs other work meanwhile). On a core outside any coroutine, keeps the
 /// core serving its messages while waiting. On any other thread, parks.
+///
+/// An [`Invocation`] of a [`Remote`](crate::Remote) object, waited for this
+/// way by code running on that same object, resolves at once to
+/// [`InvokeError::WouldDeadlock`], as with [`Invocation::wait`].
 pub fn block_on<F: Future>(fut: F) -> F::Output {
     let mut fut = std::pin::pin!(fut);
     loop {
         if let Some(waker) = raw::coroutine_waker() {
             let mut cx = Context::from_waker(&waker);
-            if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            if let Poll::Ready(v) = poll_blocking(fut.as_mut(), &mut cx) {
                 return v;
             }
             raw::suspend_coroutine();

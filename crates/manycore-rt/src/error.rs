@@ -23,6 +23,12 @@ pub enum InvokeError {
     Busy,
     /// A resource (memory for a coroutine stack, ...) could not be had.
     Resource(String),
+    /// Waiting for this result would wait for ever: the invocation can only
+    /// run after the code that waits for it has returned. Reported at once
+    /// when code running on an object (on the object's own core) waits for
+    /// an invocation of that same object. Waiting on a call to one's own
+    /// core is not an error: the core runs the call while it waits.
+    WouldDeadlock,
     /// A reduction over a group with no members.
     EmptyGroup,
     /// A member of a collective failed; the other members completed.
@@ -44,6 +50,9 @@ impl fmt::Display for InvokeError {
             InvokeError::StaleObject => f.write_str("the remote object was removed"),
             InvokeError::Resource(m) => write!(f, "out of resources: {m}"),
             InvokeError::EmptyGroup => f.write_str("a reduction needs at least one group member"),
+            InvokeError::WouldDeadlock => f.write_str(
+                "waiting for this invocation would deadlock: it runs only after the waiting code returns",
+            ),
             InvokeError::Busy => f.write_str("the remote object is being invoked"),
             InvokeError::Member { index, error } => {
                 write!(f, "group member {index} failed: {error}")

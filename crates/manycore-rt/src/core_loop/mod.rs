@@ -18,6 +18,7 @@ mod wait;
 pub use api::debug_counts;
 pub(crate) use api::{note_late_result, note_panic};
 pub use api::{park_current, poll_once, preempt_point};
+pub(crate) use wait::Waited;
 
 use crate::executor::Executor;
 use crate::mailbox::Mailbox;

@@ -28,7 +28,8 @@ pub(crate) mod overflow;
 pub(crate) use completion::completion_with_probe;
 pub(crate) use completion::{completion, Rx, Tx};
 pub(crate) use coroutine::{
-    coroutine_waker, enter_coroutine, leave_coroutine, suspend_coroutine, CoCtx, YielderSlot,
+    coroutine_waker, current_context, enter_coroutine, leave_coroutine, suspend_coroutine, CoCtx,
+    YielderSlot,
 };
 pub(crate) use current::{enter, with_current, CurrentCore};
 pub(crate) use handoff::HandoffTable;
