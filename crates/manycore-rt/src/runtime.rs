@@ -21,7 +21,10 @@ pub enum IdlePolicy {
     Poll,
     /// Sleep on the doorbell at once (the `hlt` of the papers).
     Sleep,
-    /// Spin for `spin`, then sleep. The default, with a 50 µs spin.
+    /// Spin for `spin`, then sleep. The default, with a 50 µs spin. Any
+    /// duration is accepted: `Duration::ZERO` sleeps at once, as `Sleep`
+    /// does, and `Duration::MAX` never sleeps, as `Poll` does (but is not
+    /// refused with more cores than CPUs).
     Hybrid {
         /// How long to spin before sleeping.
         spin: Duration,

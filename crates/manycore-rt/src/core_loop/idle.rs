@@ -14,6 +14,10 @@ use std::time::{Duration, Instant};
 /// before it tries them again.
 const SPILL_RECHECK: Duration = Duration::from_micros(100);
 
+/// The longest single timed sleep on the doorbell (the core then looks
+/// again and sleeps on).
+const LONGEST_SLEEP: Duration = Duration::from_secs(3600);
+
 /// A core's idle bookkeeping.
 pub(super) struct IdleState {
     /// Times this core went from idle to busy (published, with `idle`, in
@@ -129,8 +133,11 @@ impl CoreLocal {
             .min();
         match until {
             Some(u) => {
-                mb.doorbell()
-                    .wait_timeout(key, u.saturating_duration_since(t0));
+                // A far deadline (any `Instant` a caller gave) sleeps in
+                // steps: the doorbell's timed wait adds its timeout to the
+                // clock, which must not overflow.
+                let d = u.saturating_duration_since(t0).min(LONGEST_SLEEP);
+                mb.doorbell().wait_timeout(key, d);
             }
             None => mb.doorbell().wait(key),
         }
