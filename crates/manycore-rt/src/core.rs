@@ -4,7 +4,7 @@
 //! (a continuation run on a core the caller names) and `spawn_async`.
 
 use crate::core_loop;
-use crate::error::{panic_message, InvokeError};
+use crate::error::{panicked, InvokeError};
 use crate::invocation::Invocation;
 use crate::raw::{self, Message};
 use crate::runtime::Shared;
@@ -121,8 +121,7 @@ impl Core {
     {
         let on = on.clone();
         let _ = self.send_fn(move || {
-            let r = catch_unwind(AssertUnwindSafe(f))
-                .map_err(|p| InvokeError::Panicked(panic_message(&*p)));
+            let r = catch_unwind(AssertUnwindSafe(f)).map_err(panicked);
             let _ = on.spawn(move || k(r));
         });
     }
@@ -380,8 +379,7 @@ where
 {
     let (completer, rx) = Completer::new();
     let run = move || {
-        let r = catch_unwind(AssertUnwindSafe(f))
-            .map_err(|p| InvokeError::Panicked(panic_message(&*p)));
+        let r = catch_unwind(AssertUnwindSafe(f)).map_err(panicked);
         completer.complete(r);
     };
     (run, Invocation::new(rx, spin))

@@ -98,6 +98,25 @@ impl std::error::Error for Error {
     }
 }
 
+/// Turns a caught panic into [`InvokeError::Panicked`] (counted in the
+/// current core's stats), and disposes of its payload safely.
+pub(crate) fn panicked(p: Box<dyn std::any::Any + Send>) -> InvokeError {
+    let e = InvokeError::Panicked(panic_message(&*p));
+    drop_payload(p);
+    e
+}
+
+/// Drops a caught panic's payload. A payload whose destructor panics
+/// would otherwise unwind out of the code that caught it (turning a
+/// reported panic into a lost invocation, or killing a core): that second
+/// panic is caught too, and its own payload is leaked rather than dropped,
+/// since it might do the same.
+pub(crate) fn drop_payload(p: Box<dyn std::any::Any + Send>) {
+    if let Err(again) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(p))) {
+        std::mem::forget(again);
+    }
+}
+
 /// Turns a panic payload into the message carried by [`InvokeError::Panicked`],
 /// and counts the panic in the current core's stats.
 pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {

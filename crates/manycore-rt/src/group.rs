@@ -12,7 +12,7 @@
 
 use crate::core::Completer;
 use crate::core_loop::with_local;
-use crate::error::{panic_message, InvokeError};
+use crate::error::{panicked, InvokeError};
 use crate::invocation::Invocation;
 use crate::object::Remote;
 use manycore_sync::atomic::{AtomicU64, Ordering};
@@ -344,7 +344,7 @@ fn leaf_apply<T, R>(
     match obj {
         Ok(o) => catch_unwind(AssertUnwindSafe(|| map(o))).map_err(|p| InvokeError::Member {
             index: i,
-            error: Box::new(InvokeError::Panicked(panic_message(&*p))),
+            error: Box::new(panicked(p)),
         }),
         Err(e) => Err(InvokeError::Member {
             index: i,

@@ -10,7 +10,7 @@
 
 use crate::core::{Completer, Core};
 use crate::core_loop::{with_local, CoreLocal};
-use crate::error::{panic_message, InvokeError};
+use crate::error::{panicked, InvokeError};
 use crate::invocation::Invocation;
 use crate::raw::Message;
 use std::any::Any;
@@ -237,8 +237,7 @@ impl<T: 'static> Remote<T> {
         let (completer, rx) = Completer::new();
         let _ = self.with_object_for(rx.id(), move |obj| {
             let r = match obj {
-                Ok(o) => catch_unwind(AssertUnwindSafe(|| f(o)))
-                    .map_err(|p| InvokeError::Panicked(panic_message(&*p))),
+                Ok(o) => catch_unwind(AssertUnwindSafe(|| f(o))).map_err(panicked),
                 Err(e) => Err(e),
             };
             completer.complete(r);
@@ -495,7 +494,7 @@ impl Core {
         let _ = self.send(Message::new(move || {
             let r = match catch_unwind(AssertUnwindSafe(f)) {
                 Ok(r) => r,
-                Err(p) => Err(InvokeError::Panicked(panic_message(&*p))),
+                Err(p) => Err(panicked(p)),
             };
             completer.complete(r);
         }));

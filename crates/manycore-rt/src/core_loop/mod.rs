@@ -109,8 +109,9 @@ impl CoreLocal {
     }
 
     pub(super) fn run(&self, m: Message) {
-        if catch_unwind(AssertUnwindSafe(|| m.run())).is_err() {
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| m.run())) {
             self.note_panic();
+            crate::error::drop_payload(p);
         }
     }
 
