@@ -93,7 +93,9 @@ pub use error::{Error, InvokeError};
 pub use group::{Group, Topology};
 pub use invocation::Invocation;
 pub use object::Remote;
-pub use runtime::{Builder, CoreStats, IdleHook, IdlePolicy, Runtime, ShutdownError};
+pub use runtime::{
+    Builder, CoreStats, IdleHook, IdlePolicy, Runtime, ShutdownError, DEFAULT_CORE_STACK,
+};
 pub use task_queue::{Deadline, Priority, Scheduler, TaskAttrs};
 pub use timer::{sleep, sleep_until, Sleep};
 

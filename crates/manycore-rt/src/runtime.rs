@@ -79,7 +79,13 @@ pub struct Builder {
     core_schedulers: Vec<(usize, crate::task_queue::Scheduler)>,
     coroutine_stack: usize,
     spill_limit: usize,
+    stack_size: usize,
 }
+
+/// Default stack size of a core's thread: the main thread's usual 8 MiB
+/// (Rust's spawned threads get 2 MiB), so that code runs as deep on a core
+/// as it would on the main thread. Untouched pages cost no memory.
+pub const DEFAULT_CORE_STACK: usize = 8 << 20;
 
 impl Builder {
     /// Default stack size of coroutines (default 256 KiB; at least 16 KiB).
@@ -133,6 +139,14 @@ impl Builder {
         self.lanes = lanes;
         self
     }
+    /// Stack size of each core's thread, in bytes (default
+    /// [`DEFAULT_CORE_STACK`], 8 MiB, the main thread's usual size; rounded
+    /// up to whole pages). A stack that cannot be had makes `build` fail
+    /// with [`Error::Resource`].
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = bytes;
+        self
+    }
     /// Prefix of the core threads' names (default "manycore").
     pub fn name(mut self, prefix: impl Into<String>) -> Self {
         self.name = prefix.into();
@@ -172,6 +186,12 @@ impl Builder {
             )));
         }
         let sources = n + self.lanes;
+        let Some(stack_size) = self.stack_size.checked_next_multiple_of(64 * 1024) else {
+            return Err(Error::Resource(format!(
+                "a core thread's stack of {} bytes is larger than the address space",
+                self.stack_size
+            )));
+        };
         let mut scheds = vec![self.scheduler; n];
         for &(i, sc) in &self.core_schedulers {
             match scheds.get_mut(i) {
@@ -227,6 +247,7 @@ impl Builder {
             let sched = scheds[i];
             let spawned = std::thread::Builder::new()
                 .name(format!("{}-{i}", self.name))
+                .stack_size(stack_size)
                 .spawn(move || {
                     if pin {
                         // A failed pin is not fatal: the core still works, only unpinned.
@@ -558,6 +579,7 @@ impl Runtime {
             core_schedulers: Vec::new(),
             coroutine_stack: crate::coroutine::DEFAULT_COROUTINE_STACK,
             spill_limit: 1024,
+            stack_size: DEFAULT_CORE_STACK,
         }
     }
 
