@@ -27,6 +27,42 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # What is promised, and what can still wait for ever
+//!
+//! * Messages from one source (a core, or one outside thread) to one core
+//!   run in the order sent.
+//! * A panic in invoked code comes back as [`InvokeError::Panicked`],
+//!   whatever its payload, and the core lives on.
+//! * An invocation that cannot run because the runtime shut down resolves
+//!   to [`InvokeError::Shutdown`].
+//! * A wait that can be seen never to end is an error, or does not happen:
+//!   a core that waits for a call to itself runs the call while it waits;
+//!   code running on a [`Remote`] object that waits (with
+//!   [`Invocation::wait`] or [`block_on`]) for an invocation of that same
+//!   object gets [`InvokeError::WouldDeadlock`] at once.
+//! * Every `Duration` and `Instant` is accepted wherever a timeout,
+//!   deadline or sleep is: zero means now, `Duration::MAX` means never.
+//! * [`Runtime::shutdown_timeout`] returns after its timeout, one
+//!   quiescence check and at most 100 ms more, and the runtime is then
+//!   shut down. A runtime dropped on one of its own cores ends all its
+//!   threads once that core's current work returns.
+//!
+//! What can still wait for ever is what no runtime can end from outside:
+//!
+//! * code that never returns (a loop, a blocking call on something that
+//!   never comes) keeps its core, and whoever waits for it without a
+//!   timeout, waiting; [`Runtime::shutdown`] and dropping a runtime wait
+//!   for it too (`shutdown_timeout` reports it instead);
+//! * work that keeps creating work for ever keeps `shutdown` and drop
+//!   waiting (`shutdown_timeout` stops it);
+//! * a wait without a timeout in a cycle that runs through other cores (an
+//!   object on core 0 waiting for one on core 1 whose code waits for the
+//!   first object) is not detected;
+//! * a future that never completes (`sleep(Duration::MAX)`) is never ready,
+//!   and off the cores `park_current(Duration::MAX)` sleeps for good;
+//! * an outside thread whose ring to a core is full waits until the core
+//!   makes room, or the runtime closes.
+//!
 //! # Memory
 //!
 //! A runtime costs little until its cores talk: the ring between two cores

@@ -497,7 +497,7 @@ impl Shared {
                 }
             }
             Some(g) => {
-                let until = Instant::now() + g;
+                let until = crate::timer::deadline_in(g);
                 while threads.iter().any(|h| !h.is_finished()) && Instant::now() < until {
                     std::thread::sleep(Duration::from_micros(200));
                 }
@@ -742,20 +742,49 @@ impl Runtime {
                 running: vec![i],
             });
         }
-        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        // Another thread may be shutting the runtime down (and holding the
+        // threads): wait for it until the deadline only.
+        let mut threads = loop {
+            match self.threads.try_lock() {
+                Ok(g) => break g,
+                Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    if Instant::now() >= deadline {
+                        let busy = self.shared.busy_cores();
+                        return Err(ShutdownError {
+                            running: busy.clone(),
+                            busy,
+                        });
+                    }
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+        };
         if threads.is_empty() {
             return Ok(());
         }
         let threads = std::mem::take(&mut *threads);
+        let grace = Duration::from_millis(100);
         match self.shared.wait_quiescent(Some(deadline)) {
             Ok(()) => {
-                self.shared.close_and_join(threads, None);
-                Ok(())
-            }
-            Err(busy) => {
+                // Quiescent; but a timer may still wake a task that runs for
+                // ever: wait for the threads until the deadline (and the
+                // grace) only.
+                let left = deadline.saturating_duration_since(Instant::now());
                 let running = self
                     .shared
-                    .close_and_join(threads, Some(Duration::from_millis(100)));
+                    .close_and_join(threads, Some(left.saturating_add(grace)));
+                if running.is_empty() {
+                    Ok(())
+                } else {
+                    Err(ShutdownError {
+                        busy: running.clone(),
+                        running,
+                    })
+                }
+            }
+            Err(busy) => {
+                let running = self.shared.close_and_join(threads, Some(grace));
                 Err(ShutdownError { busy, running })
             }
         }
