@@ -15,9 +15,6 @@ pub(super) struct Inbox {
     /// The consumer end of ring (s, this core), by source s: cores `0..n`,
     /// then the lanes of outside threads; only the rings taken so far.
     pub(super) consumers: RefCell<Sparse<Consumer<Message>>>,
-    /// Rings taken from the runtime's table of new rings (compared with the
-    /// number offered there, to learn of a ring not taken yet).
-    pub(super) adopted: Cell<usize>,
     /// Messages this core sent to itself, oldest first.
     pub(super) local: RefCell<VecDeque<Message>>,
     /// Messages in `local` (read on every poll without borrowing).
@@ -37,7 +34,6 @@ impl Inbox {
     pub(super) fn new() -> Self {
         Self {
             consumers: RefCell::new(Sparse::default()),
-            adopted: Cell::new(0),
             local: RefCell::new(VecDeque::new()),
             local_len: Cell::new(0),
             urgent_seen: Cell::new(0),
@@ -123,31 +119,26 @@ impl CoreLocal {
         match self.shared.new_rings[self.index].take(src) {
             Some(c) => {
                 self.inbox.consumers.borrow_mut().insert(src, *c);
-                self.inbox.adopted.set(self.inbox.adopted.get() + 1);
                 true
             }
             None => false,
         }
     }
 
-    /// True if a sender has bound a ring this core has not taken yet.
+    /// True if a sender has bound a ring this core has not taken yet (one
+    /// load when none is pending).
     #[inline]
     pub(super) fn rings_to_adopt(&self) -> bool {
-        self.shared.new_rings[self.index].offered() != self.inbox.adopted.get()
+        self.shared.new_rings[self.index].has_offer()
     }
 
-    /// Takes every ring bound to this core and not taken yet.
+    /// Takes every ring bound to this core and not taken yet (one load when
+    /// none is pending).
     pub(super) fn adopt_all(&self) {
-        if !self.rings_to_adopt() {
-            return;
-        }
         let mut consumers = self.inbox.consumers.borrow_mut();
-        let mut adopted = self.inbox.adopted.get();
         self.shared.new_rings[self.index].take_each(|src, c| {
             consumers.insert(src, *c);
-            adopted += 1;
         });
-        self.inbox.adopted.set(adopted);
     }
 
     /// Runs up to `max` messages from the local queue.

@@ -8,8 +8,10 @@
 //! Cells live in chunks allocated on first use, so a table for `len`
 //! sources costs one pointer per `CHUNK` sources until someone binds: the
 //! memory grows with the pairs that talk, not with the square of the cores.
-//! The protocol around it (the counter of offers, the receiver's discovery
-//! through its active-sender bitmap) is in the crate's `README.md`.
+//! A count of the offers not taken yet lets a receiver with none pending
+//! look at one word. The protocol around it (the receiver's discovery
+//! through its active-sender bitmap and its sleep re-check) is in the
+//! crate's `README.md`.
 
 use manycore_sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::marker::PhantomData;
@@ -35,11 +37,13 @@ pub(crate) struct HandoffTable<T> {
     /// before; Acquire on failure: the winner's chunk is used instead);
     /// loaded with Acquire by everyone who looks at a cell.
     chunks: Box<[AtomicPtr<Chunk<T>>]>,
-    /// Values offered so far. Bumped with `fetch_add(1, Release)` after the
-    /// cell was filled; loaded with Acquire by the receiver, which compares
-    /// it with the number it has taken to learn that a new ring exists
-    /// without looking at every cell (and then sees the cell filled).
-    offered: AtomicUsize,
+    /// Values offered and not taken yet. Bumped (Relaxed) by `offer`
+    /// *before* it fills the cell, and lowered (Relaxed) by `take` after it
+    /// emptied one, so it is never below the number of full cells (the
+    /// cell's Release/Acquire orders the bump before the lowering). Read by
+    /// `has_offer`, so that a receiver with nothing pending looks at one
+    /// word instead of every cell.
+    pending: AtomicUsize,
     /// The table owns boxed values of T.
     _owns: PhantomData<Box<T>>,
 }
@@ -57,7 +61,7 @@ impl<T> HandoffTable<T> {
             chunks: (0..len.div_ceil(CHUNK))
                 .map(|_| AtomicPtr::new(ptr::null_mut()))
                 .collect(),
-            offered: AtomicUsize::new(0),
+            pending: AtomicUsize::new(0),
             _owns: PhantomData,
         }
     }
@@ -99,6 +103,10 @@ impl<T> HandoffTable<T> {
             return Err(v);
         };
         let p = Box::into_raw(v);
+        // Counted before the cell is filled: a taker that sees the cell
+        // (Acquire, below) sees the count, so the count never goes below the
+        // full cells. Relaxed: the cell carries the ordering.
+        self.pending.fetch_add(1, Ordering::Relaxed);
         // Release; pairs with the Acquire swap in `take`: the value is
         // visible to whoever takes it.
         match chunk.cells[i % CHUNK].compare_exchange(
@@ -107,22 +115,34 @@ impl<T> HandoffTable<T> {
             Ordering::Release,
             Ordering::Relaxed,
         ) {
-            Ok(_) => {
-                // Release; pairs with the Acquire in `offered`.
-                self.offered.fetch_add(1, Ordering::Release);
-                Ok(())
+            Ok(_) => Ok(()),
+            Err(_) => {
+                self.pending.fetch_sub(1, Ordering::Relaxed);
+                // SAFETY: `p` came from Box::into_raw just above and was not
+                // published.
+                Err(unsafe { Box::from_raw(p) })
             }
-            // SAFETY: `p` came from Box::into_raw just above and was not
-            // published.
-            Err(_) => Err(unsafe { Box::from_raw(p) }),
         }
     }
 
-    /// Values offered so far (Acquire: a receiver that sees a count sees
-    /// the cells filled before it).
-    #[inline]
-    pub(crate) fn offered(&self) -> usize {
-        self.offered.load(Ordering::Acquire)
+    /// True if some cell holds a value nobody took yet. One load when
+    /// nothing is pending; otherwise a look at the cells of the chunks in
+    /// use (an offer counted but whose cell is not filled yet does not
+    /// count: its sender has not published its ring, let alone a message).
+    pub(crate) fn has_offer(&self) -> bool {
+        if self.pending.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        self.chunks.iter().any(|slot| {
+            // Acquire; pairs with the Release CAS in `chunk`.
+            let p = slot.load(Ordering::Acquire);
+            // SAFETY: a published chunk lives as long as `&self` (see `chunk`).
+            !p.is_null()
+                && unsafe { &*p }
+                    .cells
+                    .iter()
+                    .any(|c| !c.load(Ordering::Relaxed).is_null())
+        })
     }
 
     /// Takes what source `i` offered, if it did and nobody took it yet.
@@ -134,13 +154,21 @@ impl<T> HandoffTable<T> {
         // Acquire; pairs with the Release CAS in `offer`. The swap makes
         // this taker the value's only owner.
         let p = cell.swap(ptr::null_mut(), Ordering::Acquire);
+        if p.is_null() {
+            return None;
+        }
+        self.pending.fetch_sub(1, Ordering::Relaxed);
         // SAFETY: a non-null cell holds a pointer from Box::into_raw in
         // `offer`, and the swap gave it to us alone.
-        (!p.is_null()).then(|| unsafe { Box::from_raw(p) })
+        Some(unsafe { Box::from_raw(p) })
     }
 
-    /// Takes every value offered and not yet taken, in source order.
+    /// Takes every value offered and not yet taken, in source order (one
+    /// load if nothing is pending).
     pub(crate) fn take_each(&self, mut f: impl FnMut(usize, Box<T>)) {
+        if self.pending.load(Ordering::Relaxed) == 0 {
+            return;
+        }
         for (c, slot) in self.chunks.iter().enumerate() {
             if slot.load(Ordering::Acquire).is_null() {
                 continue;
