@@ -55,18 +55,25 @@ fn flood_to_a_busy_core_stays_under_the_spill_limit() {
         .build()
         .unwrap();
     let ran = Arc::new(AtomicU64::new(0));
-    let saturated = Arc::new(AtomicBool::new(false));
-    // Core 1 is busy until core 0 has filled the ring and the spill queue.
-    let s = saturated.clone();
-    let busy = rt.core(1).call(move || spin_until(&s));
+    let (started, saturated) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    // Core 1 is busy from before the flood until core 0 has filled the ring
+    // and the spill queue.
+    let (b, s) = (started.clone(), saturated.clone());
+    let busy = rt.core(1).call(move || {
+        b.store(true, Ordering::Release);
+        spin_until(&s)
+    });
+    assert!(spin_until(&started));
     let c1 = rt.core(1).clone();
     let r = ran.clone();
     let flood = rt.core(0).call(move || {
         for seq in 0..N {
             if seq == (CAP + LIMIT - 1) as u64 {
-                // This send fills the spill queue (the ring is full, unless
-                // core 1 took some before it got busy): core 0 must now
-                // serve until core 1 makes room.
+                // This send fills the spill queue (the ring is full): core 0
+                // must now serve until core 1 makes room.
                 saturated.store(true, Ordering::Release);
             }
             let r = r.clone();
