@@ -4,7 +4,7 @@
 //! (a continuation run on a core the caller names) and `spawn_async`.
 
 use crate::core_loop;
-use crate::error::{panic_message, InvokeError};
+use crate::error::{panicked, InvokeError};
 use crate::invocation::Invocation;
 use crate::raw::{self, Message};
 use crate::runtime::Shared;
@@ -68,6 +68,11 @@ impl Core {
     /// `f` is caught and counted; the core lives on. Closures of up to 48
     /// bytes travel inline, with no allocation.
     ///
+    /// Called on a core whose queue toward this core is full, it first
+    /// serves the calling core until there is room; from another thread,
+    /// it waits for room in the thread's ring (see the
+    /// [crate docs](crate#memory)).
+    ///
     /// Fails only with [`InvokeError::Shutdown`], when called from outside the
     /// runtime after shutdown began.
     pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), InvokeError> {
@@ -116,8 +121,7 @@ impl Core {
     {
         let on = on.clone();
         let _ = self.send_fn(move || {
-            let r = catch_unwind(AssertUnwindSafe(f))
-                .map_err(|p| InvokeError::Panicked(panic_message(&*p)));
+            let r = catch_unwind(AssertUnwindSafe(f)).map_err(panicked);
             let _ = on.spawn(move || k(r));
         });
     }
@@ -307,7 +311,17 @@ impl Core {
         loop {
             {
                 let mut g = sh.lanes[lane].lock().unwrap_or_else(|e| e.into_inner());
-                let Some(p) = g.producers[self.index].as_mut() else {
+                if g.producers.get(self.index).is_none() {
+                    // This lane's first message to this core: make their ring
+                    // and hand its consumer end to the core (README.md).
+                    let (p, c) = manycore_ring::channel::<Message>(sh.ring_capacity)
+                        .map_err(|_| InvokeError::Shutdown)?;
+                    sh.new_rings[self.index]
+                        .offer(src, Box::new(c))
+                        .map_err(|_| InvokeError::Shutdown)?;
+                    g.producers.insert(self.index, p);
+                }
+                let Some(p) = g.producers.get_mut(self.index) else {
                     return Err(InvokeError::Shutdown);
                 };
                 if let Some(m) = pending.take() {
@@ -365,8 +379,7 @@ where
 {
     let (completer, rx) = Completer::new();
     let run = move || {
-        let r = catch_unwind(AssertUnwindSafe(f))
-            .map_err(|p| InvokeError::Panicked(panic_message(&*p)));
+        let r = catch_unwind(AssertUnwindSafe(f)).map_err(panicked);
         completer.complete(r);
     };
     (run, Invocation::new(rx, spin))

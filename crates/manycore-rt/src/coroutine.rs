@@ -13,7 +13,7 @@
 
 use crate::core::{Completer, Core};
 use crate::core_loop::with_local;
-use crate::error::{panic_message, InvokeError};
+use crate::error::{panicked, InvokeError};
 use crate::invocation::Invocation;
 use crate::raw::{self, CoCtx};
 use corosensei::stack::DefaultStack;
@@ -51,7 +51,7 @@ impl<T> Future for CoroutineTask<T> {
         let out = match r {
             Ok(CoroutineResult::Yield(())) => return Poll::Pending,
             Ok(CoroutineResult::Return(v)) => v,
-            Err(p) => Err(InvokeError::Panicked(panic_message(&*p))),
+            Err(p) => Err(panicked(p)),
         };
         if let Some(c) = this.completer.take() {
             c.complete(out);
@@ -83,7 +83,8 @@ impl Core {
     }
 
     /// [`spawn_coroutine`](Self::spawn_coroutine) with a stack of `stack_bytes`
-    /// (0: the runtime's default). A stack that cannot be mapped gives
+    /// (0: the runtime's default). A stack that cannot be mapped, whatever
+    /// the size asked for (`usize::MAX` included), gives
     /// `Err(InvokeError::Resource)`.
     pub fn spawn_coroutine_with_stack<T, F>(&self, stack_bytes: usize, f: F) -> Invocation<T>
     where
@@ -98,7 +99,7 @@ impl Core {
             } else {
                 stack_bytes
             };
-            let stack = match DefaultStack::new(size) {
+            let stack = match new_stack(size) {
                 Ok(s) => s,
                 Err(e) => {
                     return completer.complete(Err(InvokeError::Resource(format!(
@@ -113,8 +114,7 @@ impl Core {
             let co: Co<T> =
                 Coroutine::with_stack(stack, move |y: &corosensei::Yielder<(), ()>, ()| {
                     y2.set(y);
-                    catch_unwind(AssertUnwindSafe(f))
-                        .map_err(|p| InvokeError::Panicked(panic_message(&*p)))
+                    catch_unwind(AssertUnwindSafe(f)).map_err(panicked)
                 });
             let task = CoroutineTask {
                 co,
@@ -132,15 +132,66 @@ impl Core {
     }
 }
 
+thread_local! {
+    /// Set while `block_on` polls its future: an invocation polled then is
+    /// waited for synchronously by the stack that polls it.
+    static IN_BLOCK_ON: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// True while `block_on` polls its future on this thread.
+pub(crate) fn in_block_on() -> bool {
+    IN_BLOCK_ON.with(|b| b.get())
+}
+
+/// Polls `fut` as `block_on` does, marked as a synchronous wait.
+pub(crate) fn poll_blocking<F: Future>(fut: Pin<&mut F>, cx: &mut Context<'_>) -> Poll<F::Output> {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            IN_BLOCK_ON.with(|b| b.set(self.0));
+        }
+    }
+    let _restore = Restore(IN_BLOCK_ON.with(|b| b.replace(true)));
+    fut.poll(cx)
+}
+
+/// Maps a coroutine stack of `size` bytes (and its guard page). A size
+/// whose rounding up to whole pages would overflow is refused here, since
+/// the stack allocator would panic on it; any other failure (no address
+/// space, no memory) comes back as the allocator's error.
+fn new_stack(size: usize) -> std::io::Result<DefaultStack> {
+    // Room for the guard page and the rounding, with any page size up to
+    // 1 MiB.
+    if size.checked_add(2 << 20).is_none() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::OutOfMemory,
+            "larger than the address space",
+        ));
+    }
+    match catch_unwind(|| DefaultStack::new(size)) {
+        Ok(r) => r,
+        Err(p) => {
+            crate::error::drop_payload(p);
+            Err(std::io::Error::other(
+                "the stack allocator refused the size",
+            ))
+        }
+    }
+}
+
 /// Waits for a future. Inside a coroutine, suspends the coroutine (the core
 /// runs other work meanwhile). On a core outside any coroutine, keeps the
 /// core serving its messages while waiting. On any other thread, parks.
+///
+/// An [`Invocation`] of a [`Remote`](crate::Remote) object, waited for this
+/// way by code running on that same object, resolves at once to
+/// [`InvokeError::WouldDeadlock`], as with [`Invocation::wait`].
 pub fn block_on<F: Future>(fut: F) -> F::Output {
     let mut fut = std::pin::pin!(fut);
     loop {
         if let Some(waker) = raw::coroutine_waker() {
             let mut cx = Context::from_waker(&waker);
-            if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            if let Poll::Ready(v) = poll_blocking(fut.as_mut(), &mut cx) {
                 return v;
             }
             raw::suspend_coroutine();

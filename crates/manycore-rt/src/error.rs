@@ -23,6 +23,12 @@ pub enum InvokeError {
     Busy,
     /// A resource (memory for a coroutine stack, ...) could not be had.
     Resource(String),
+    /// Waiting for this result would wait for ever: the invocation can only
+    /// run after the code that waits for it has returned. Reported at once
+    /// when code running on an object (on the object's own core) waits for
+    /// an invocation of that same object. Waiting on a call to one's own
+    /// core is not an error: the core runs the call while it waits.
+    WouldDeadlock,
     /// A reduction over a group with no members.
     EmptyGroup,
     /// A member of a collective failed; the other members completed.
@@ -44,6 +50,9 @@ impl fmt::Display for InvokeError {
             InvokeError::StaleObject => f.write_str("the remote object was removed"),
             InvokeError::Resource(m) => write!(f, "out of resources: {m}"),
             InvokeError::EmptyGroup => f.write_str("a reduction needs at least one group member"),
+            InvokeError::WouldDeadlock => f.write_str(
+                "waiting for this invocation would deadlock: it runs only after the waiting code returns",
+            ),
             InvokeError::Busy => f.write_str("the remote object is being invoked"),
             InvokeError::Member { index, error } => {
                 write!(f, "group member {index} failed: {error}")
@@ -62,6 +71,9 @@ pub enum Error {
     InvalidConfig(String),
     /// A core's thread could not be started.
     Spawn(std::io::Error),
+    /// The machine or the process ran out of something the runtime needs
+    /// (threads, memory for a core's stack); the message says what.
+    Resource(String),
     /// An idle hook is already installed on this runtime.
     HookAlreadySet,
 }
@@ -71,6 +83,7 @@ impl fmt::Display for Error {
         match self {
             Error::InvalidConfig(m) => write!(f, "invalid runtime configuration: {m}"),
             Error::Spawn(e) => write!(f, "could not start a core thread: {e}"),
+            Error::Resource(m) => write!(f, "out of resources: {m}"),
             Error::HookAlreadySet => f.write_str("an idle hook is already installed"),
         }
     }
@@ -82,6 +95,25 @@ impl std::error::Error for Error {
             Error::Spawn(e) => Some(e),
             _ => None,
         }
+    }
+}
+
+/// Turns a caught panic into [`InvokeError::Panicked`] (counted in the
+/// current core's stats), and disposes of its payload safely.
+pub(crate) fn panicked(p: Box<dyn std::any::Any + Send>) -> InvokeError {
+    let e = InvokeError::Panicked(panic_message(&*p));
+    drop_payload(p);
+    e
+}
+
+/// Drops a caught panic's payload. A payload whose destructor panics
+/// would otherwise unwind out of the code that caught it (turning a
+/// reported panic into a lost invocation, or killing a core): that second
+/// panic is caught too, and its own payload is leaked rather than dropped,
+/// since it might do the same.
+pub(crate) fn drop_payload(p: Box<dyn std::any::Any + Send>) {
+    if let Err(again) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || drop(p))) {
+        std::mem::forget(again);
     }
 }
 

@@ -4,7 +4,7 @@
 //! else sends the core a message that does.
 
 use crate::core_loop::{with_local, CoreLocal};
-use crate::error::{panic_message, InvokeError};
+use crate::error::{drop_payload, panicked, InvokeError};
 use crate::runtime::Shared;
 use manycore_sync::atomic::{AtomicBool, Ordering};
 use std::cell::RefCell;
@@ -160,8 +160,14 @@ impl Executor {
             let mut cx = Context::from_waker(&waker);
             // The task wrapper catches panics of user code itself; this catch
             // only guards the core against a panicking waker or destructor.
-            let done = catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx).is_ready()))
-                .unwrap_or(true);
+            let done =
+                match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(&mut cx).is_ready())) {
+                    Ok(done) => done,
+                    Err(p) => {
+                        drop_payload(p);
+                        true
+                    }
+                };
             let mut tasks = self.tasks.borrow_mut();
             let s = &mut tasks[id];
             if done {
@@ -201,7 +207,7 @@ pub(crate) async fn catch_unwind_future<F: Future>(fut: F) -> Result<F::Output, 
         move |cx| match catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
             Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
             Ok(Poll::Pending) => Poll::Pending,
-            Err(p) => Poll::Ready(Err(InvokeError::Panicked(panic_message(&*p)))),
+            Err(p) => Poll::Ready(Err(panicked(p))),
         },
     )
     .await

@@ -12,7 +12,7 @@
 
 use crate::core::Completer;
 use crate::core_loop::with_local;
-use crate::error::{panic_message, InvokeError};
+use crate::error::{panicked, InvokeError};
 use crate::invocation::Invocation;
 use crate::object::Remote;
 use manycore_sync::atomic::{AtomicU64, Ordering};
@@ -123,6 +123,10 @@ struct Plan<T, A> {
     combine: CombineFn<A>,
     finish: Mutex<Option<Finish<A>>>,
     one_sided: bool,
+    /// The completion record the collective's caller waits on (0 if
+    /// nobody waits): a member queued behind an object that the waiting
+    /// stack holds makes that wait a deadlock (`WouldDeadlock`).
+    wait_id: usize,
 }
 
 struct Pending<A> {
@@ -219,6 +223,7 @@ impl<T: 'static> Group<T> {
             combine: Box::new(|a, _| a),
             finish: Mutex::new(None),
             one_sided: true,
+            wait_id: 0,
         });
         start(plan)
     }
@@ -313,6 +318,7 @@ impl<T: 'static> Group<T> {
             completer.complete(Err(InvokeError::EmptyGroup));
             return Invocation::new(rx, spin);
         }
+        let wait_id = rx.id();
         let plan = Arc::new(Plan {
             members: self.members.clone(),
             fanout: self.fanout(),
@@ -323,6 +329,7 @@ impl<T: 'static> Group<T> {
                 Box::new(move |r: Acc<(A, u32)>| completer.complete(r.map(post))) as Finish<A>
             })),
             one_sided: false,
+            wait_id,
         });
         let _ = start(plan);
         Invocation::new(rx, spin)
@@ -337,7 +344,7 @@ fn leaf_apply<T, R>(
     match obj {
         Ok(o) => catch_unwind(AssertUnwindSafe(|| map(o))).map_err(|p| InvokeError::Member {
             index: i,
-            error: Box::new(InvokeError::Panicked(panic_message(&*p))),
+            error: Box::new(panicked(p)),
         }),
         Err(e) => Err(InvokeError::Member {
             index: i,
@@ -360,7 +367,8 @@ fn lowest_error<A>(a: Acc<A>, b: Acc<A>) -> Acc<A> {
 
 fn start<T: 'static, A: Send + 'static>(plan: Arc<Plan<T, A>>) -> Result<(), InvokeError> {
     let root = plan.members[0].clone();
-    root.with_object(move |obj| run_node(&plan, 0, 0, obj))
+    let wait_id = plan.wait_id;
+    root.with_object_for(wait_id, move |obj| run_node(&plan, 0, 0, obj))
 }
 
 /// On member `node`'s core, with its object: map, forward to the children,
@@ -396,8 +404,9 @@ fn run_node<T: 'static, A: Send + 'static>(
     }
     for child in kids {
         let plan2 = plan.clone();
-        let sent =
-            plan.members[child].with_object(move |obj| run_node(&plan2, child, hops + 1, obj));
+        let sent = plan.members[child].with_object_for(plan.wait_id, move |obj| {
+            run_node(&plan2, child, hops + 1, obj)
+        });
         if sent.is_err() && !plan.one_sided {
             // The child's core is gone: count it as a failed member.
             accept(

@@ -3,7 +3,7 @@
 //! without a timeout (the futures and sync RPC of the "Cross-core invocations
 //! on the SCC" paper, section III).
 
-use crate::core_loop::with_local;
+use crate::core_loop::{with_local, Waited};
 use crate::error::InvokeError;
 use crate::raw::Rx;
 use manycore_sync::SpinBudget;
@@ -91,10 +91,16 @@ impl<T> Invocation<T> {
 
     /// Gives up: returns the result if it already won, else `Timeout`.
     fn expire(&self) -> Result<T, InvokeError> {
+        self.give_up(InvokeError::Timeout)
+    }
+
+    /// Gives up with `why`, unless the result already won (then returns
+    /// it). A late result is dropped on the core that produces it.
+    fn give_up(&self, why: InvokeError) -> Result<T, InvokeError> {
         if self.c.cancel() {
             self.c.take().unwrap_or(Err(InvokeError::Consumed))
         } else {
-            Err(InvokeError::Timeout)
+            Err(why)
         }
     }
 
@@ -105,8 +111,14 @@ impl<T> Invocation<T> {
 
     /// Blocks until the result is in. On a core, the core keeps serving its
     /// own messages and tasks while it waits (so two cores calling each other
-    /// cannot deadlock) and idles by its policy; on any other thread it spins
-    /// for the callee's spin budget (bounded) and then parks.
+    /// cannot deadlock, and a call to the waiting core itself runs while it
+    /// waits) and idles by its policy; on any other thread it spins for the
+    /// callee's spin budget (bounded) and then parks.
+    ///
+    /// Code running on a [`Remote`](crate::Remote) object that waits for an
+    /// invocation of that same object (directly or through a collective)
+    /// gets [`InvokeError::WouldDeadlock`] at once: that invocation can only
+    /// run after the waiting code returns.
     pub fn wait(self) -> Result<T, InvokeError> {
         let d = self.deadline;
         self.wait_until(d)
@@ -131,14 +143,16 @@ impl<T> Invocation<T> {
     }
 
     fn wait_until(self, deadline: Option<Instant>) -> Result<T, InvokeError> {
-        let done = match with_local(|l| l.map(|l| l.wait_for(&self.c, deadline))) {
-            Some(done) => done,
-            None => self.wait_on_thread(deadline),
+        let waited = match with_local(|l| l.map(|l| l.wait_for(&self.c, deadline))) {
+            Some(w) => w,
+            None if self.wait_on_thread(deadline) => Waited::Done,
+            None => Waited::TimedOut,
         };
-        if !done {
-            return self.expire();
+        match waited {
+            Waited::Done => self.c.take().unwrap_or(Err(InvokeError::Consumed)),
+            Waited::TimedOut => self.expire(),
+            Waited::WouldDeadlock => self.give_up(InvokeError::WouldDeadlock),
         }
-        self.c.take().unwrap_or(Err(InvokeError::Consumed))
     }
 
     fn wait_on_thread(&self, deadline: Option<Instant>) -> bool {
@@ -175,6 +189,13 @@ impl<T> Future for Invocation<T> {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         if self.c.is_done() || self.c.register(cx.waker()) {
             return Poll::Ready(self.c.take().unwrap_or(Err(InvokeError::Consumed)));
+        }
+        // Polled by `block_on` (a synchronous wait) on the stack that holds
+        // the object this invocation waits behind: it would never end.
+        if crate::coroutine::in_block_on()
+            && with_local(|l| l.is_some_and(|l| l.objects.would_deadlock(self.c.id())))
+        {
+            return Poll::Ready(self.give_up(InvokeError::WouldDeadlock));
         }
         if let Some(at) = self.deadline {
             if Instant::now() >= at {

@@ -27,6 +27,63 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # What is promised, and what can still wait for ever
+//!
+//! * Messages from one source (a core, or one outside thread) to one core
+//!   run in the order sent.
+//! * A panic in invoked code comes back as [`InvokeError::Panicked`],
+//!   whatever its payload, and the core lives on.
+//! * An invocation that cannot run because the runtime shut down resolves
+//!   to [`InvokeError::Shutdown`].
+//! * A wait that can be seen never to end is an error, or does not happen:
+//!   a core that waits for a call to itself runs the call while it waits;
+//!   code running on a [`Remote`] object that waits (with
+//!   [`Invocation::wait`] or [`block_on`]) for an invocation of that same
+//!   object gets [`InvokeError::WouldDeadlock`] at once.
+//! * Every `Duration` and `Instant` is accepted wherever a timeout,
+//!   deadline or sleep is: zero means now, `Duration::MAX` means never.
+//! * [`Runtime::shutdown_timeout`] returns after its timeout, one
+//!   quiescence check and at most 100 ms more, and the runtime is then
+//!   shut down. A runtime dropped on one of its own cores ends all its
+//!   threads once that core's current work returns.
+//!
+//! What can still wait for ever is what no runtime can end from outside:
+//!
+//! * code that never returns (a loop, a blocking call on something that
+//!   never comes) keeps its core, and whoever waits for it without a
+//!   timeout, waiting; [`Runtime::shutdown`] and dropping a runtime wait
+//!   for it too (`shutdown_timeout` reports it instead);
+//! * work that keeps creating work for ever keeps `shutdown` and drop
+//!   waiting (`shutdown_timeout` stops it);
+//! * a wait without a timeout in a cycle that runs through other cores (an
+//!   object on core 0 waiting for one on core 1 whose code waits for the
+//!   first object) is not detected;
+//! * a future that never completes (`sleep(Duration::MAX)`) is never ready,
+//!   and off the cores `park_current(Duration::MAX)` sleeps for good;
+//! * an outside thread whose ring to a core is full waits until the core
+//!   makes room, or the runtime closes.
+//!
+//! # Memory
+//!
+//! A runtime costs little until its cores talk: the ring between two cores
+//! is made when the first message goes from one to the other, so memory
+//! grows with the pairs of cores that talk rather than with the square of
+//! the cores (a runtime of 1024 cores is mostly its threads' stacks).
+//!
+//! What a core queues toward another core whose ring is full is bounded by
+//! [`Builder::spill_limit`] (1024 messages per destination by default). A
+//! core that reaches the limit serves its own messages (runs what arrives,
+//! as a core waiting for a result does) until the destination has taken
+//! some, so two cores flooding each other cannot deadlock; in that one
+//! respect `spawn` and `call` from a core can wait. One case goes past the
+//! limit instead of waiting: a message that the core runs while it serves
+//! that way, and that itself sends toward a full queue whose receiver does
+//! not consume for a millisecond (the stack would otherwise grow, or two
+//! such cores deadlock). Threads that are not cores wait for room in their
+//! ring, a bounded sleep at a time. The queue of messages a core sends to
+//! itself, its task queue and its async tasks are not bounded. The
+//! protocol is in `src/README.md`.
+//!
 //! # Unsafe code
 //!
 //! Every abstraction built on `unsafe` is in the private module `raw`, one
@@ -39,8 +96,8 @@
 //! # Features
 //!
 //! `internals` (off by default) adds items that exist for tests, benches
-//! and probes, not for users: `debug_counts`, `Group::reduce_measured` and
-//! `Group::generation`. They are not a stable API.
+//! and probes, not for users: `debug_counts`, `Runtime::debug_spill`,
+//! `Group::reduce_measured` and `Group::generation`. They are not a stable API.
 
 #![warn(missing_docs)]
 
@@ -57,6 +114,8 @@ mod mailbox;
 mod object;
 mod raw;
 mod runtime;
+mod sparse;
+mod spill;
 mod task_queue;
 mod timer;
 
@@ -70,7 +129,9 @@ pub use error::{Error, InvokeError};
 pub use group::{Group, Topology};
 pub use invocation::Invocation;
 pub use object::Remote;
-pub use runtime::{Builder, CoreStats, IdleHook, IdlePolicy, Runtime};
+pub use runtime::{
+    Builder, CoreStats, IdleHook, IdlePolicy, Runtime, ShutdownError, DEFAULT_CORE_STACK,
+};
 pub use task_queue::{Deadline, Priority, Scheduler, TaskAttrs};
 pub use timer::{sleep, sleep_until, Sleep};
 
@@ -79,3 +140,5 @@ pub const INLINE_CLOSURE_BYTES: usize = raw::INLINE_BYTES;
 
 #[cfg(all(test, loom))]
 mod loom_tests;
+#[cfg(all(test, not(loom)))]
+mod tests;

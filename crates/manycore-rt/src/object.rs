@@ -10,7 +10,7 @@
 
 use crate::core::{Completer, Core};
 use crate::core_loop::{with_local, CoreLocal};
-use crate::error::{panic_message, InvokeError};
+use crate::error::{panicked, InvokeError};
 use crate::invocation::Invocation;
 use crate::raw::Message;
 use std::any::Any;
@@ -27,7 +27,21 @@ struct Slot {
     gen: u32,
     obj: Option<Box<dyn Any>>,
     busy: bool,
+    /// While an invocation has the object borrowed: the stack it runs on
+    /// (`raw::current_context`); `NO_OWNER` between two queued invocations.
+    owner: usize,
     waiting: VecDeque<Message>,
+}
+
+/// No invocation has the object borrowed right now.
+const NO_OWNER: usize = usize::MAX;
+
+/// An invocation that someone may wait for, queued behind a busy object.
+struct Deferred {
+    /// Its completion record (`Rx::id`).
+    id: usize,
+    slot: u32,
+    gen: u32,
 }
 
 /// A core's object table.
@@ -35,6 +49,11 @@ struct Slot {
 pub(crate) struct ObjectTable {
     slots: RefCell<Vec<Slot>>,
     free: RefCell<Vec<u32>>,
+    /// Invocations with a waiter that are queued behind a busy object (so
+    /// that a wait on one of them from the stack that holds the object can
+    /// be seen to deadlock), and their number (read without borrowing).
+    deferred: RefCell<Vec<Deferred>>,
+    deferred_len: std::cell::Cell<usize>,
 }
 
 impl ObjectTable {
@@ -47,6 +66,7 @@ impl ObjectTable {
                     gen: 0,
                     obj: None,
                     busy: false,
+                    owner: NO_OWNER,
                     waiting: VecDeque::new(),
                 });
                 (slots.len() - 1) as u32
@@ -71,7 +91,59 @@ impl ObjectTable {
     pub(crate) fn clear(&self) {
         let all = std::mem::take(&mut *self.slots.borrow_mut());
         self.free.borrow_mut().clear();
+        self.deferred.borrow_mut().clear();
+        self.deferred_len.set(0);
         drop(all);
+    }
+
+    /// True if the invocation whose record is `id` is queued behind an
+    /// object that the calling stack has borrowed: it can run only after
+    /// the calling code returns, so waiting for it here would never end.
+    #[inline]
+    pub(crate) fn would_deadlock(&self, id: usize) -> bool {
+        self.deferred_len.get() > 0 && self.blocks_this_stack(id)
+    }
+
+    #[cold]
+    fn blocks_this_stack(&self, id: usize) -> bool {
+        let here = crate::raw::current_context();
+        let slots = self.slots.borrow();
+        self.deferred.borrow().iter().any(|d| {
+            d.id == id
+                && slots
+                    .get(d.slot as usize)
+                    .is_some_and(|s| s.gen == d.gen && s.busy && s.owner == here)
+        })
+    }
+
+    /// Called where invocation `id` is made, on its object's own core:
+    /// notes it as waiting behind `slot` if this very stack has the object
+    /// borrowed (it will queue there when it runs), so that a wait that
+    /// suspends this stack (`block_on` in a coroutine) is seen at once.
+    fn defer_if_held_here(&self, id: usize, slot: u32, gen: u32) {
+        let held =
+            self.slots.borrow().get(slot as usize).is_some_and(|s| {
+                s.gen == gen && s.busy && s.owner == crate::raw::current_context()
+            });
+        if held {
+            self.defer(id, slot, gen);
+        }
+    }
+
+    /// Notes that invocation `id` waits behind busy `slot`.
+    fn defer(&self, id: usize, slot: u32, gen: u32) {
+        self.deferred.borrow_mut().push(Deferred { id, slot, gen });
+        self.deferred_len.set(self.deferred_len.get() + 1);
+    }
+
+    /// Invocation `id` no longer waits behind the object in `slot` (it
+    /// runs now).
+    fn undefer(&self, id: usize, slot: u32) {
+        let mut d = self.deferred.borrow_mut();
+        if let Some(i) = d.iter().position(|d| d.id == id && d.slot == slot) {
+            d.swap_remove(i);
+            self.deferred_len.set(d.len());
+        }
     }
 }
 
@@ -163,10 +235,9 @@ impl<T: 'static> Remote<T> {
         F: FnOnce(&mut T) -> R + Send + 'static,
     {
         let (completer, rx) = Completer::new();
-        let _ = self.with_object(move |obj| {
+        let _ = self.with_object_for(rx.id(), move |obj| {
             let r = match obj {
-                Ok(o) => catch_unwind(AssertUnwindSafe(|| f(o)))
-                    .map_err(|p| InvokeError::Panicked(panic_message(&*p))),
+                Ok(o) => catch_unwind(AssertUnwindSafe(|| f(o))).map_err(panicked),
                 Err(e) => Err(e),
             };
             completer.complete(r);
@@ -221,10 +292,36 @@ impl<T: 'static> Remote<T> {
     where
         F: FnOnce(Result<&mut T, InvokeError>) + Send + 'static,
     {
-        let (slot, gen) = (self.slot, self.gen);
-        self.core
-            .spawn(move || with_local(|l| run_on_object(l, slot, gen, f, false)))
+        self.with_object_for(0, f)
     }
+
+    /// [`with_object`](Self::with_object) for work whose result someone may
+    /// wait for through the completion record `wait_id` (0: nobody).
+    pub(crate) fn with_object_for<F>(&self, wait_id: usize, f: F) -> Result<(), InvokeError>
+    where
+        F: FnOnce(Result<&mut T, InvokeError>) + Send + 'static,
+    {
+        let (slot, gen) = (self.slot, self.gen);
+        if wait_id != 0 {
+            let (rt, core) = (self.core.runtime_id(), self.core.index());
+            with_local(|l| {
+                if let Some(l) = l.filter(|l| l.shared.id == rt && l.index == core) {
+                    l.objects.defer_if_held_here(wait_id, slot, gen);
+                }
+            });
+        }
+        self.core
+            .spawn(move || with_local(|l| run_on_object(l, Op { slot, gen, wait_id }, f, false)))
+    }
+}
+
+/// Which object an operation is for, and the record its waiter waits on
+/// (0 if nobody waits).
+#[derive(Clone, Copy)]
+struct Op {
+    slot: u32,
+    gen: u32,
+    wait_id: usize,
 }
 
 /// Looks up a live slot by pointer.
@@ -294,17 +391,23 @@ fn take_object<T: 'static>(l: &CoreLocal, slot: u32, gen: u32) -> Result<T, Invo
     }
 }
 
-/// Runs `f` on the object in `slot`, in place. If the object is in use, `f`
-/// waits in the slot's queue (FIFO) and runs when its turn comes: the object
-/// stays marked busy from one queued operation to the next, so that nothing
-/// arriving later overtakes them. `resumed`: this is that queued operation.
-fn run_on_object<T: 'static, F>(l: Option<&CoreLocal>, slot: u32, gen: u32, f: F, resumed: bool)
+/// Runs `f` on the object in `op.slot`, in place. If the object is in
+/// use, `f` waits in the slot's queue (FIFO) and runs when its turn comes:
+/// the object stays marked busy from one queued operation to the next, so
+/// that nothing arriving later overtakes them. `resumed`: this is that
+/// queued operation.
+fn run_on_object<T: 'static, F>(l: Option<&CoreLocal>, op: Op, f: F, resumed: bool)
 where
     F: FnOnce(Result<&mut T, InvokeError>) + Send + 'static,
 {
     let Some(l) = l else {
         return f(Err(InvokeError::Shutdown));
     };
+    let Op { slot, gen, wait_id } = op;
+    if wait_id != 0 && l.objects.deferred_len.get() > 0 {
+        // It runs now, or queues (and is noted again) below.
+        l.objects.undefer(wait_id, slot);
+    }
     let obj: *mut T = {
         let mut slots = l.objects.slots.borrow_mut();
         let Some(s) = live(&mut slots, slot, gen) else {
@@ -312,14 +415,18 @@ where
             return f(Err(InvokeError::StaleObject));
         };
         if s.busy && !resumed {
+            if wait_id != 0 {
+                l.objects.defer(wait_id, slot, gen);
+            }
             s.waiting.push_back(Message::new(move || {
-                with_local(|l| run_on_object(l, slot, gen, f, true))
+                with_local(|l| run_on_object(l, op, f, true))
             }));
             return;
         }
         match s.obj.as_mut().and_then(|b| b.downcast_mut::<T>()) {
             Some(o) => {
                 s.busy = true;
+                s.owner = crate::raw::current_context();
                 o as *mut T
             }
             None => {
@@ -351,6 +458,7 @@ fn release(l: &CoreLocal, slot: u32) {
     {
         let mut slots = l.objects.slots.borrow_mut();
         let s = &mut slots[slot as usize];
+        s.owner = NO_OWNER;
         if s.waiting.is_empty() {
             s.busy = false;
             return;
@@ -386,7 +494,7 @@ impl Core {
         let _ = self.send(Message::new(move || {
             let r = match catch_unwind(AssertUnwindSafe(f)) {
                 Ok(r) => r,
-                Err(p) => Err(InvokeError::Panicked(panic_message(&*p))),
+                Err(p) => Err(panicked(p)),
             };
             completer.complete(r);
         }));

@@ -5,13 +5,14 @@ use crate::core::Core;
 use crate::core_loop::{self, CoreLocal};
 use crate::error::Error;
 use crate::mailbox::Mailbox;
-use crate::raw::Message;
+use crate::raw::{HandoffTable, Message};
+use crate::sparse::Sparse;
 use manycore_ring::{Consumer, Producer};
 use manycore_sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use manycore_sync::CachePadded;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How a core waits when it has nothing to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,7 +21,10 @@ pub enum IdlePolicy {
     Poll,
     /// Sleep on the doorbell at once (the `hlt` of the papers).
     Sleep,
-    /// Spin for `spin`, then sleep. The default, with a 50 µs spin.
+    /// Spin for `spin`, then sleep. The default, with a 50 µs spin. Any
+    /// duration is accepted: `Duration::ZERO` sleeps at once, as `Sleep`
+    /// does, and `Duration::MAX` never sleeps, as `Poll` does (but is not
+    /// refused with more cores than CPUs).
     Hybrid {
         /// How long to spin before sleeping.
         spin: Duration,
@@ -74,7 +78,14 @@ pub struct Builder {
     scheduler: crate::task_queue::Scheduler,
     core_schedulers: Vec<(usize, crate::task_queue::Scheduler)>,
     coroutine_stack: usize,
+    spill_limit: usize,
+    stack_size: usize,
 }
+
+/// Default stack size of a core's thread: the main thread's usual 8 MiB
+/// (Rust's spawned threads get 2 MiB), so that code runs as deep on a core
+/// as it would on the main thread. Untouched pages cost no memory.
+pub const DEFAULT_CORE_STACK: usize = 8 << 20;
 
 impl Builder {
     /// Default stack size of coroutines (default 256 KiB; at least 16 KiB).
@@ -109,14 +120,31 @@ impl Builder {
         self
     }
     /// Slots per ring (rounded up to a power of two; default 256 for up to 8
-    /// cores, 64 above).
+    /// cores, 64 above). A ring is made when its two ends first talk.
     pub fn ring_capacity(mut self, slots: usize) -> Self {
         self.ring_capacity = Some(slots);
+        self
+    }
+    /// Messages a core may queue toward one destination whose ring is full
+    /// (default 1024, at least 1). A core whose queue toward a destination
+    /// is full serves its own rings until the queue has room; the policy,
+    /// and the one case in which a queue grows past this, are described in
+    /// the [crate docs](crate#memory).
+    pub fn spill_limit(mut self, messages: usize) -> Self {
+        self.spill_limit = messages.max(1);
         self
     }
     /// Rings per core for threads that are not cores (default 4, at least 1).
     pub fn lanes(mut self, lanes: usize) -> Self {
         self.lanes = lanes;
+        self
+    }
+    /// Stack size of each core's thread, in bytes (default
+    /// [`DEFAULT_CORE_STACK`], 8 MiB, the main thread's usual size; rounded
+    /// up to whole pages). A stack that cannot be had makes `build` fail
+    /// with [`Error::Resource`].
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = bytes;
         self
     }
     /// Prefix of the core threads' names (default "manycore").
@@ -158,6 +186,12 @@ impl Builder {
             )));
         }
         let sources = n + self.lanes;
+        let Some(stack_size) = self.stack_size.checked_next_multiple_of(64 * 1024) else {
+            return Err(Error::Resource(format!(
+                "a core thread's stack of {} bytes is larger than the address space",
+                self.stack_size
+            )));
+        };
         let mut scheds = vec![self.scheduler; n];
         for &(i, sc) in &self.core_schedulers {
             match scheds.get_mut(i) {
@@ -170,30 +204,11 @@ impl Builder {
             }
         }
 
-        // Rings: producers[src][dst], consumers[dst][src].
-        let mut producers: Vec<Vec<Option<Producer<Message>>>> = (0..sources)
-            .map(|_| (0..n).map(|_| None).collect())
-            .collect();
-        let mut consumers: Vec<Vec<Option<Consumer<Message>>>> = (0..n)
-            .map(|_| (0..sources).map(|_| None).collect())
-            .collect();
-        for (src, row) in producers.iter_mut().enumerate() {
-            for (dst, slot) in row.iter_mut().enumerate() {
-                if src == dst {
-                    continue;
-                }
-                let (p, c) = manycore_ring::channel::<Message>(cap)
-                    .map_err(|e| Error::InvalidConfig(e.to_string()))?;
-                *slot = Some(p);
-                consumers[dst][src] = Some(c);
-            }
-        }
-        let lane_producers: Vec<Vec<Option<Producer<Message>>>> = producers.split_off(n);
-        let lanes = lane_producers
-            .into_iter()
-            .map(|ps| {
+        // Rings are made when their two ends first talk (`bind`).
+        let lanes = (0..self.lanes)
+            .map(|_| {
                 CachePadded::new(Mutex::new(Lane {
-                    producers: ps,
+                    producers: Sparse::default(),
                     sent: 0,
                 }))
             })
@@ -205,6 +220,9 @@ impl Builder {
             lanes,
             idle: self.idle,
             mailboxes: (0..n).map(|_| Mailbox::new(sources)).collect(),
+            new_rings: (0..n).map(|_| HandoffTable::new(sources)).collect(),
+            ring_capacity: cap,
+            spill_limit: self.spill_limit,
             parked: (0..n).map(|_| Mutex::new(None)).collect(),
             urgent: (0..n)
                 .map(|_| Mutex::new(std::collections::VecDeque::new()))
@@ -217,28 +235,35 @@ impl Builder {
             idle_hook: Mutex::new(None),
             hook_gen: AtomicU64::new(0),
             coroutine_stack: self.coroutine_stack,
+            name: self.name.clone(),
         });
 
         let pin = self.pin && !oversubscribed;
         let mut threads = Vec::with_capacity(n);
         let mut result = Ok(());
-        for (i, (ps, cs)) in producers.into_iter().zip(consumers).enumerate() {
+        for i in 0..n {
             let sh = shared.clone();
             let cpu = cpus[i % cpus.len()];
             let sched = scheds[i];
             let spawned = std::thread::Builder::new()
                 .name(format!("{}-{i}", self.name))
+                .stack_size(stack_size)
                 .spawn(move || {
                     if pin {
                         // A failed pin is not fatal: the core still works, only unpinned.
                         let _ = manycore_sync::cpu::pin_current(cpu);
                     }
-                    core_loop::run_core(CoreLocal::new(i, sh, ps, cs, sched));
+                    core_loop::run_core(CoreLocal::new(i, sh, sched));
                 });
             match spawned {
                 Ok(h) => threads.push(h),
                 Err(e) => {
-                    result = Err(Error::Spawn(e));
+                    result = Err(match e.kind() {
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::OutOfMemory => {
+                            Error::Resource(format!("could not start core thread {i} of {n}: {e}"))
+                        }
+                        _ => Error::Spawn(e),
+                    });
                     break;
                 }
             }
@@ -254,11 +279,13 @@ impl Builder {
 }
 
 /// The consumer ends of one core's incoming rings, indexed by source.
-pub(crate) type Consumers = Vec<Option<Consumer<Message>>>;
+pub(crate) type Consumers = Sparse<Consumer<Message>>;
 
 /// Messages from outside threads to each core through one lane.
 pub(crate) struct Lane {
-    pub(crate) producers: Vec<Option<Producer<Message>>>,
+    /// The producer end of ring (this lane, d), by destination d, for the
+    /// destinations this lane has sent to.
+    pub(crate) producers: Sparse<Producer<Message>>,
     pub(crate) sent: u64,
 }
 
@@ -289,6 +316,11 @@ pub(crate) struct CoreState {
     pub(crate) asleep_ns: AtomicU64,
     /// Results that came after their waiter gave up (Relaxed; for `stats`).
     pub(crate) late_results: AtomicU64,
+    /// The most messages the core ever held spilled toward one destination
+    /// (Relaxed; for the `internals` probe `Runtime::debug_spill`).
+    pub(crate) spill_peak: AtomicU64,
+    /// Messages the core queued past the spill limit (Relaxed; as above).
+    pub(crate) spill_over: AtomicU64,
     /// Urgent invocations the core has taken, as of its last going idle (as
     /// `sent`); the quiescence check compares it with the mailbox's count of
     /// those pushed.
@@ -303,6 +335,13 @@ pub(crate) struct Shared {
     pub(crate) lanes: Box<[CachePadded<Mutex<Lane>>]>,
     pub(crate) idle: IdlePolicy,
     pub(crate) mailboxes: Box<[Mailbox]>,
+    /// By destination: the consumer ends of rings their senders have made
+    /// and not yet seen taken (README.md, "Binding a ring").
+    pub(crate) new_rings: Box<[HandoffTable<Consumer<Message>>]>,
+    /// Slots of every ring.
+    pub(crate) ring_capacity: usize,
+    /// Messages a core may queue toward one destination (`Builder::spill_limit`).
+    pub(crate) spill_limit: usize,
     /// Consumers of an exited core, for late senders to drain.
     pub(crate) parked: Box<[Mutex<Option<Consumers>>]>,
     /// The front lane of each core, for urgent invocations.
@@ -328,6 +367,8 @@ pub(crate) struct Shared {
     /// copy of the hook (under the mutex) only when it changed.
     pub(crate) hook_gen: AtomicU64,
     pub(crate) coroutine_stack: usize,
+    /// Prefix of the core threads' names (`Builder::name`).
+    name: String,
 }
 
 impl Shared {
@@ -342,12 +383,20 @@ impl Shared {
     }
 
     /// Drains ring (src, dst) of an exited core, dropping what was left.
+    /// Does nothing if `dst` has not parked its consumers yet: it drains
+    /// every ring, bound or only offered, when it does.
     pub(crate) fn drain_parked(&self, dst: usize, src: usize) {
         let mut dropped = Vec::new();
         {
             let mut g = self.parked[dst].lock().unwrap_or_else(|e| e.into_inner());
             if let Some(cs) = g.as_mut() {
-                if let Some(c) = cs[src].as_mut() {
+                if cs.get(src).is_none() {
+                    // Bound after the exit: take it from the table ourselves.
+                    if let Some(c) = self.new_rings[dst].take(src) {
+                        cs.insert(src, *c);
+                    }
+                }
+                if let Some(c) = cs.get_mut(src) {
                     while let Some(m) = c.try_pop() {
                         dropped.push(m);
                     }
@@ -389,6 +438,86 @@ impl Shared {
         for mb in self.mailboxes.iter() {
             mb.doorbell().notify_all();
         }
+    }
+
+    /// Stops outside threads from sending and wakes every core.
+    fn begin_shutdown(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.wake_all();
+    }
+
+    /// The cores that are running work or have urgent work waiting.
+    fn busy_cores(&self) -> Vec<usize> {
+        (0..self.n)
+            .filter(|&i| {
+                let st = &self.states[i];
+                st.epoch_idle.load(Ordering::Acquire) & 1 == 0
+                    || st.urgent_received.load(Ordering::Acquire)
+                        != self.mailboxes[i].urgent_pushed()
+            })
+            .collect()
+    }
+
+    /// Waits until the runtime is quiescent (two equal quiescent snapshots
+    /// 200 µs apart), or until `deadline`; then returns the cores still
+    /// busy. Checks at least once, whatever the deadline.
+    fn wait_quiescent(&self, deadline: Option<Instant>) -> Result<(), Vec<usize>> {
+        let mut pause = Duration::from_micros(20);
+        loop {
+            if let Some(a) = self.quiescent_snapshot() {
+                std::thread::sleep(Duration::from_micros(200));
+                if self.quiescent_snapshot().as_ref() == Some(&a) {
+                    return Ok(());
+                }
+            }
+            let now = Instant::now();
+            if let Some(d) = deadline {
+                if now >= d {
+                    return Err(self.busy_cores());
+                }
+                pause = pause.min(d - now);
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
+        }
+    }
+
+    /// Tells the cores to exit and joins their threads: all of them, or,
+    /// with a `grace`, those that exit within it (the others are detached;
+    /// each exits when the code it runs returns). Returns the cores whose
+    /// threads were detached.
+    fn close_and_join(&self, threads: Vec<JoinHandle<()>>, grace: Option<Duration>) -> Vec<usize> {
+        self.closing.store(true, Ordering::SeqCst);
+        self.wake_all();
+        let mut running = Vec::new();
+        match grace {
+            None => {
+                for h in threads {
+                    let _ = h.join();
+                }
+            }
+            Some(g) => {
+                let until = crate::timer::deadline_in(g);
+                while threads.iter().any(|h| !h.is_finished()) && Instant::now() < until {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                for (i, h) in threads.into_iter().enumerate() {
+                    if h.is_finished() {
+                        let _ = h.join();
+                    } else {
+                        running.push(i);
+                    }
+                }
+            }
+        }
+        // The hook may hold core handles (a cycle through this state): drop it.
+        drop(
+            self.idle_hook
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
+        running
     }
 }
 
@@ -449,6 +578,8 @@ impl Runtime {
             scheduler: Default::default(),
             core_schedulers: Vec::new(),
             coroutine_stack: crate::coroutine::DEFAULT_COROUTINE_STACK,
+            spill_limit: 1024,
+            stack_size: DEFAULT_CORE_STACK,
         }
     }
 
@@ -529,6 +660,25 @@ impl Runtime {
             .collect()
     }
 
+    /// For each core: (the most messages it ever held spilled toward one
+    /// destination, the messages it queued past the spill limit).
+    ///
+    /// Only with the `internals` feature: a probe for tests, not an API.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn debug_spill(&self) -> Vec<(u64, u64)> {
+        self.shared
+            .states
+            .iter()
+            .map(|s| {
+                (
+                    s.spill_peak.load(Ordering::Relaxed),
+                    s.spill_over.load(Ordering::Relaxed),
+                )
+            })
+            .collect()
+    }
+
     /// True once shutdown has begun.
     pub fn is_shut_down(&self) -> bool {
         self.shared.stopping.load(Ordering::Acquire)
@@ -540,11 +690,15 @@ impl Runtime {
     /// after that are dropped, and their invocations fail with
     /// [`InvokeError::Shutdown`](crate::InvokeError::Shutdown). Idempotent.
     ///
+    /// It waits as long as the cores have work: code that never returns,
+    /// or work that keeps sending itself more work, keeps it waiting. Use
+    /// [`shutdown_timeout`](Self::shutdown_timeout) to bound the wait.
+    ///
     /// Called from one of this runtime's own cores, it only begins the
-    /// shutdown (a core cannot join itself); dropping the runtime finishes it.
+    /// shutdown (a core cannot wait for itself); dropping the runtime
+    /// finishes it, there or elsewhere.
     pub fn shutdown(&self) {
-        self.shared.stopping.store(true, Ordering::SeqCst);
-        self.shared.wake_all();
+        self.shared.begin_shutdown();
         if core_loop::on_core_of(self.shared.id) {
             return;
         }
@@ -552,35 +706,167 @@ impl Runtime {
         if threads.is_empty() {
             return;
         }
-        let mut pause = Duration::from_micros(20);
-        loop {
-            if let Some(a) = self.shared.quiescent_snapshot() {
-                std::thread::sleep(Duration::from_micros(200));
-                if self.shared.quiescent_snapshot().as_ref() == Some(&a) {
-                    break;
+        let _ = self.shared.wait_quiescent(None);
+        self.shared
+            .close_and_join(std::mem::take(&mut *threads), None);
+    }
+
+    /// [`shutdown`](Self::shutdown), waiting at most `timeout` (any
+    /// duration: `Duration::MAX` waits as long as `shutdown`) for the work
+    /// in flight to finish. If it does not, the cores are told to exit at
+    /// once: what they had queued is dropped (those invocations fail with
+    /// `Shutdown`), and a core exits as soon as the code it runs returns.
+    /// The error names the cores that were still busy, and those whose
+    /// threads had not exited 100 ms later (they exit when their code
+    /// returns; nothing waits for them).
+    ///
+    /// It checks for quiescence at least once (a fraction of a
+    /// millisecond), even with a zero timeout. Called from one of this
+    /// runtime's own cores, it only begins the shutdown, as `shutdown`
+    /// does, and reports that core as busy.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = manycore_rt::Runtime::builder().cores(2).build().unwrap();
+    /// rt.core(1).call(|| 2 + 2).wait().unwrap();
+    /// assert_eq!(rt.shutdown_timeout(Duration::from_secs(10)), Ok(()));
+    /// ```
+    pub fn shutdown_timeout(&self, timeout: Duration) -> Result<(), ShutdownError> {
+        let deadline = crate::timer::deadline_in(timeout);
+        self.shared.begin_shutdown();
+        if let Some(i) =
+            core_loop::with_local(|l| l.filter(|l| l.shared.id == self.shared.id).map(|l| l.index))
+        {
+            return Err(ShutdownError {
+                busy: vec![i],
+                running: vec![i],
+            });
+        }
+        // Another thread may be shutting the runtime down (and holding the
+        // threads): wait for it until the deadline only.
+        let mut threads = loop {
+            match self.threads.try_lock() {
+                Ok(g) => break g,
+                Err(std::sync::TryLockError::Poisoned(e)) => break e.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    if Instant::now() >= deadline {
+                        let busy = self.shared.busy_cores();
+                        return Err(ShutdownError {
+                            running: busy.clone(),
+                            busy,
+                        });
+                    }
+                    std::thread::sleep(Duration::from_micros(200));
                 }
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(2));
+        };
+        if threads.is_empty() {
+            return Ok(());
         }
-        self.shared.closing.store(true, Ordering::SeqCst);
-        self.shared.wake_all();
-        for h in threads.drain(..) {
-            let _ = h.join();
+        let threads = std::mem::take(&mut *threads);
+        let grace = Duration::from_millis(100);
+        match self.shared.wait_quiescent(Some(deadline)) {
+            Ok(()) => {
+                // Quiescent; but a timer may still wake a task that runs for
+                // ever: wait for the threads until the deadline (and the
+                // grace) only.
+                let left = deadline.saturating_duration_since(Instant::now());
+                let running = self
+                    .shared
+                    .close_and_join(threads, Some(left.saturating_add(grace)));
+                if running.is_empty() {
+                    Ok(())
+                } else {
+                    Err(ShutdownError {
+                        busy: running.clone(),
+                        running,
+                    })
+                }
+            }
+            Err(busy) => {
+                let running = self.shared.close_and_join(threads, Some(grace));
+                Err(ShutdownError { busy, running })
+            }
         }
-        // The hook may hold core handles (a cycle through this state): drop it.
-        drop(
-            self.shared
-                .idle_hook
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take(),
-        );
+    }
+
+    /// Drop on one of this runtime's own cores: the core cannot wait for
+    /// itself, so a thread of its own finishes the shutdown once every
+    /// core (this one too, when its current work returns) is idle. If no
+    /// thread can be started, the cores are told to exit at once.
+    fn finish_elsewhere(&self) {
+        self.shared.begin_shutdown();
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        if threads.is_empty() {
+            return;
+        }
+        let shared = self.shared.clone();
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<JoinHandle<()>>>();
+        let started = std::thread::Builder::new()
+            .name(format!("{}-stop", self.shared.name))
+            .spawn(move || {
+                if let Ok(threads) = rx.recv() {
+                    let _ = shared.wait_quiescent(None);
+                    shared.close_and_join(threads, None);
+                }
+            });
+        match started {
+            Ok(_) => {
+                let _ = tx.send(threads);
+            }
+            Err(_) => {
+                // Detached: every core exits at its next look at `closing`.
+                self.shared.close_and_join(threads, Some(Duration::ZERO));
+            }
+        }
     }
 }
 
+/// What [`Runtime::shutdown_timeout`] reports when the work in flight did
+/// not finish in time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShutdownError {
+    busy: Vec<usize>,
+    running: Vec<usize>,
+}
+
+impl ShutdownError {
+    /// The cores that were running work, or had work waiting, when the time
+    /// ran out (in index order; empty if the only work left was in flight
+    /// between cores).
+    pub fn busy_cores(&self) -> &[usize] {
+        &self.busy
+    }
+
+    /// The cores whose threads had not exited when `shutdown_timeout`
+    /// returned: each was running code that had not returned (it exits
+    /// when it does).
+    pub fn running_cores(&self) -> &[usize] {
+        &self.running
+    }
+}
+
+impl std::fmt::Display for ShutdownError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "shutdown timed out with cores {:?} busy", self.busy)?;
+        if !self.running.is_empty() {
+            write!(f, "; cores {:?} are still running code", self.running)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ShutdownError {}
+
 impl Drop for Runtime {
+    /// [`Runtime::shutdown`]; on one of this runtime's own cores, the
+    /// shutdown is finished by a thread of its own once that core's current
+    /// work returns (the runtime's threads all end then).
     fn drop(&mut self) {
-        self.shutdown();
+        if core_loop::on_core_of(self.shared.id) {
+            self.finish_elsewhere();
+        } else {
+            self.shutdown();
+        }
     }
 }

@@ -103,7 +103,8 @@ impl TaskQueue {
             Scheduler::Edf => match a.deadline {
                 // Earlier deadline, smaller key; no deadline goes last.
                 Some(Deadline(t)) => {
-                    (t.saturating_duration_since(self.base).as_nanos() as u64).min(u64::MAX - 1)
+                    let ns = t.saturating_duration_since(self.base).as_nanos();
+                    u64::try_from(ns).unwrap_or(u64::MAX).min(u64::MAX - 1)
                 }
                 None => u64::MAX,
             },

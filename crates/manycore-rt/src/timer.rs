@@ -167,14 +167,18 @@ pub(crate) fn wake_at(at: Instant, waker: Waker) {
 /// rt.core(0).spawn_async(async { manycore_rt::sleep(Duration::from_millis(5)).await }).wait().unwrap();
 /// assert!(t0.elapsed() >= Duration::from_millis(5));
 /// ```
+///
+/// Every duration is accepted: `Duration::ZERO` is ready at once, and a
+/// duration too long to add to the clock ends at a deadline so far away
+/// (about a century) that it never comes.
 pub fn sleep(d: Duration) -> Sleep {
     Sleep {
-        at: Instant::now() + d,
+        at: deadline_in(d),
         armed: false,
     }
 }
 
-/// A future that completes at `at`.
+/// A future that completes at `at` (at once if `at` has passed).
 pub fn sleep_until(at: Instant) -> Sleep {
     Sleep { at, armed: false }
 }
@@ -201,9 +205,31 @@ impl Future for Sleep {
     }
 }
 
-/// Shorthand for a duration's deadline from now.
+/// About a century: the deadline of a duration too long to add to the
+/// clock.
+const FAR: Duration = Duration::from_secs(100 * 365 * 86400);
+
+/// The deadline `d` from now, saturating: a duration that does not fit the
+/// clock gives a deadline a century away (or, should even that not fit,
+/// the farthest the clock can represent of a year, a day, or now).
 pub(crate) fn deadline_in(d: Duration) -> Instant {
-    Instant::now()
-        .checked_add(d)
-        .unwrap_or_else(|| Instant::now() + Duration::from_secs(86400 * 365))
+    let now = Instant::now();
+    now.checked_add(d)
+        .or_else(|| now.checked_add(FAR))
+        .or_else(|| now.checked_add(Duration::from_secs(365 * 86400)))
+        .or_else(|| now.checked_add(Duration::from_secs(86400)))
+        .unwrap_or(now)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadlines_saturate() {
+        let now = Instant::now();
+        assert!(deadline_in(Duration::ZERO) >= now);
+        assert!(deadline_in(Duration::MAX) >= now + Duration::from_secs(365 * 86400));
+        assert!(deadline_in(Duration::from_secs(5)) >= now + Duration::from_secs(5));
+    }
 }

@@ -88,8 +88,25 @@ fn block_on_outside_coroutines() {
 #[test]
 fn huge_stack_request_is_an_error_not_a_crash() {
     let rt = Runtime::builder().cores(1).build().unwrap();
-    let r = rt.core(0).spawn_coroutine_with_stack(1 << 46, || 1).wait();
+    for size in [1 << 46, usize::MAX, usize::MAX - 4095, isize::MAX as usize] {
+        let r = rt.core(0).spawn_coroutine_with_stack(size, || 1).wait();
+        assert!(matches!(r, Err(InvokeError::Resource(_))), "{size}: {r:?}");
+    }
+    // The same through the runtime's default.
+    let rt = Runtime::builder()
+        .cores(1)
+        .coroutine_stack(usize::MAX)
+        .build()
+        .unwrap();
+    let r = rt.core(0).spawn_coroutine(|| 1).wait();
     assert!(matches!(r, Err(InvokeError::Resource(_))), "{r:?}");
+    // The core is fine afterwards.
+    assert_eq!(
+        rt.core(0)
+            .spawn_coroutine_with_stack(64 * 1024, || 2)
+            .wait(),
+        Ok(2)
+    );
 }
 
 #[inline(never)]

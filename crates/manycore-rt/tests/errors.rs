@@ -177,3 +177,56 @@ fn sleep_in_tasks() {
     assert_eq!(order, Ok((1, 2)));
     assert!(t0.elapsed() >= Duration::from_millis(20));
 }
+
+/// A panic payload whose destructor panics too.
+struct Bomb;
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        panic!("the payload's destructor panicked");
+    }
+}
+
+fn throw_bomb() -> u32 {
+    std::panic::panic_any(Bomb)
+}
+
+#[test]
+fn a_payload_that_panics_on_drop_is_still_reported_as_a_panic() {
+    let panicked = || Err(InvokeError::Panicked("non-string panic payload".into()));
+    let rt = Runtime::builder().cores(2).build().unwrap();
+    assert_eq!(rt.core(1).call(throw_bomb).wait(), panicked());
+    assert_eq!(
+        rt.core(1).spawn_async(async { throw_bomb() }).wait(),
+        panicked()
+    );
+    assert_eq!(rt.core(1).spawn_coroutine(throw_bomb).wait(), panicked());
+    let o = rt.core(1).place(0u32).unwrap();
+    assert_eq!(o.invoke(|_| throw_bomb()).wait(), panicked());
+    let g = manycore_rt::Group::new(vec![o.clone()]);
+    assert_eq!(
+        g.reduce(|_| throw_bomb(), |a, b| a + b).wait(),
+        Err(InvokeError::Member {
+            index: 0,
+            error: Box::new(InvokeError::Panicked("non-string panic payload".into()))
+        })
+    );
+    // Fire and forget, on an object and on the core: the core lives on.
+    o.spawn(|_| {
+        throw_bomb();
+    })
+    .unwrap();
+    rt.core(1)
+        .spawn(|| {
+            throw_bomb();
+        })
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    rt.core(1)
+        .call_then(throw_bomb, rt.core(0), move |r| tx.send(r).unwrap());
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(60)).unwrap(),
+        panicked()
+    );
+    assert_eq!(rt.core(1).call(|| 5).wait(), Ok(5));
+    assert_eq!(o.invoke(|x| *x).wait(), Ok(0));
+}

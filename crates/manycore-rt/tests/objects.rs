@@ -251,8 +251,11 @@ fn panic_in_a_member_names_it_and_others_complete() {
         other => panic!("{other:?}"),
     }
     assert_eq!(touched.load(Ordering::SeqCst), 10, "every member ran");
-    // A stale member is named too.
+    // A stale member is named too. (The free comes from this thread and the
+    // gather's message to member 5 from another core: nothing orders the
+    // two, so wait until the free has run.)
     g.members()[5].free().unwrap();
+    g.members()[5].core().call(|| ()).wait().unwrap();
     let r = g.gather(|x| *x).wait();
     assert!(
         matches!(r, Err(InvokeError::Member { index: 5, ref error }) if **error == InvokeError::StaleObject),

@@ -13,7 +13,11 @@
 //!   [`Core::call_then`] (a continuation on a core you name), and
 //!   [`Core::spawn_async`] (an `async` task on a core).
 //! * Panics in invoked code come back as [`InvokeError::Panicked`]; a runtime
-//!   that is shut down answers [`InvokeError::Shutdown`]. Nothing hangs.
+//!   that is shut down answers [`InvokeError::Shutdown`]; a wait that can
+//!   be seen never to end answers [`InvokeError::WouldDeadlock`]; and
+//!   [`Runtime::shutdown_timeout`] always returns. What can still wait for
+//!   ever (code that never returns, for one) is listed in the `manycore-rt`
+//!   crate's documentation.
 //!
 //! ```
 //! use manycore::{Runtime, IdlePolicy, InvokeError};
@@ -109,8 +113,8 @@ pub struct ReadmeDoctests;
 pub use manycore_rt::{
     block_on, current, poll_once, preempt_point, sleep, sleep_until, Builder, Core, CoreStats,
     Deadline, Error, EventChannel, EventSink, Events, Group, IdleHook, IdlePolicy, Invocation,
-    InvokeError, Priority, Remote, Runtime, Scheduler, Sleep, TaskAttrs, Topology,
-    DEFAULT_COROUTINE_STACK, INLINE_CLOSURE_BYTES,
+    InvokeError, Priority, Remote, Runtime, Scheduler, ShutdownError, Sleep, TaskAttrs, Topology,
+    DEFAULT_CORE_STACK, DEFAULT_COROUTINE_STACK, INLINE_CLOSURE_BYTES,
 };
 
 #[doc(inline)]

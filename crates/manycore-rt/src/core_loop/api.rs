@@ -5,7 +5,6 @@
 
 use super::with_local;
 use manycore_sync::atomic::Ordering;
-use std::time::Instant;
 
 /// On a core: (live remote objects, collectives waiting for children) on
 /// this core. For tests that check nothing leaks; (0, 0) elsewhere.
@@ -41,7 +40,9 @@ pub fn preempt_point() -> bool {
 /// On a core: sleeps on this core's doorbell until a message, a notify, a
 /// timer or `timeout` (whichever first), following the idle protocol (no
 /// wakeup is lost). Returns at once if work is already waiting; then call
-/// [`poll_once`]. Off the cores: sleeps the thread for `timeout`.
+/// [`poll_once`]. Off the cores: sleeps the thread for `timeout`. Every
+/// duration is accepted (`Duration::MAX` on a core sleeps until the next
+/// message; off the cores, for good).
 ///
 /// With [`poll_once`] it makes a waiting loop of one's own on a core: code
 /// that waits for a condition which a message will make true serves the
@@ -69,7 +70,7 @@ pub fn park_current(timeout: std::time::Duration) {
     let on_core = with_local(|l| {
         l.map(|l| {
             if !l.has_work() {
-                l.sleep(&|| false, Some(Instant::now() + timeout));
+                l.sleep(&|| false, Some(crate::timer::deadline_in(timeout)));
             }
         })
     });

@@ -10,6 +10,14 @@ use std::sync::Arc;
 use std::task::{Wake, Waker};
 use std::time::{Duration, Instant};
 
+/// How long a core with messages spilled behind full rings sleeps at most
+/// before it tries them again.
+const SPILL_RECHECK: Duration = Duration::from_micros(100);
+
+/// The longest single timed sleep on the doorbell (the core then looks
+/// again and sleeps on).
+const LONGEST_SLEEP: Duration = Duration::from_secs(3600);
+
 /// A core's idle bookkeeping.
 pub(super) struct IdleState {
     /// Times this core went from idle to busy (published, with `idle`, in
@@ -66,9 +74,11 @@ impl CoreLocal {
     }
 
     /// Publishes counters and marks the core idle; call only after a full
-    /// scan found nothing.
+    /// scan found nothing. A core with spilled messages is not idle: they
+    /// are not in a ring yet, and the quiescence check of shutdown would
+    /// not see them.
     pub(super) fn set_idle(&self) {
-        if !self.idle.idle.get() {
+        if !self.idle.idle.get() && self.out.spilled.get() == 0 {
             let st = &self.shared.states[self.index];
             // Release; pairs with the Acquire loads of the quiescence check.
             st.sent.store(self.out.sent.get(), Ordering::Release);
@@ -114,14 +124,20 @@ impl CoreLocal {
         } else {
             None
         };
-        let until = [deadline, cap, self.timers.next()]
+        // With messages spilled behind full rings, look again a little later:
+        // a receiver does not ring its senders when it frees a slot.
+        let retry = (self.out.spilled.get() > 0).then(|| t0 + SPILL_RECHECK);
+        let until = [deadline, cap, retry, self.timers.next()]
             .into_iter()
             .flatten()
             .min();
         match until {
             Some(u) => {
-                mb.doorbell()
-                    .wait_timeout(key, u.saturating_duration_since(t0));
+                // A far deadline (any `Instant` a caller gave) sleeps in
+                // steps: the doorbell's timed wait adds its timeout to the
+                // clock, which must not overflow.
+                let d = u.saturating_duration_since(t0).min(LONGEST_SLEEP);
+                mb.doorbell().wait_timeout(key, d);
             }
             None => mb.doorbell().wait(key),
         }

@@ -1,9 +1,11 @@
-//! What a core receives: the consumer ends of the rings from every source,
-//! its local queue (messages it sent itself), and its position in the front
-//! lane of urgent invocations.
+//! What a core receives: the consumer ends of the rings its senders have
+//! bound (taken from the runtime's table of new rings when the core first
+//! looks at a source: `adopt`), its local queue (messages it sent itself),
+//! and its position in the front lane of urgent invocations.
 
 use super::{CoreLocal, BATCH};
 use crate::raw::Message;
+use crate::sparse::Sparse;
 use manycore_ring::Consumer;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -11,8 +13,8 @@ use std::collections::VecDeque;
 /// A core's incoming side.
 pub(super) struct Inbox {
     /// The consumer end of ring (s, this core), by source s: cores `0..n`,
-    /// then the lanes of outside threads (None for this core itself).
-    pub(super) consumers: RefCell<Vec<Option<Consumer<Message>>>>,
+    /// then the lanes of outside threads; only the rings taken so far.
+    pub(super) consumers: RefCell<Sparse<Consumer<Message>>>,
     /// Messages this core sent to itself, oldest first.
     pub(super) local: RefCell<VecDeque<Message>>,
     /// Messages in `local` (read on every poll without borrowing).
@@ -29,9 +31,9 @@ pub(super) struct Inbox {
 }
 
 impl Inbox {
-    pub(super) fn new(consumers: Vec<Option<Consumer<Message>>>) -> Self {
+    pub(super) fn new() -> Self {
         Self {
-            consumers: RefCell::new(consumers),
+            consumers: RefCell::new(Sparse::default()),
             local: RefCell::new(VecDeque::new()),
             local_len: Cell::new(0),
             urgent_seen: Cell::new(0),
@@ -47,12 +49,24 @@ impl CoreLocal {
         let mut n = 0;
         let mut urgent = 0;
         while n < max {
-            let m = match self.inbox.consumers.borrow_mut()[src].as_mut() {
-                Some(c) => c.try_pop(),
+            let popped = self
+                .inbox
+                .consumers
+                .borrow_mut()
+                .get_mut(src)
+                .map(|c| c.try_pop());
+            let m = match popped {
+                Some(m) => m,
+                // No ring from `src` yet: take it if its sender bound one.
+                None if n == 0 && self.adopt(src) => continue,
                 None => None,
             };
             match m {
                 Some(m) => {
+                    if n == 0 {
+                        // Busy while it runs (the shutdown names busy cores).
+                        self.set_busy();
+                    }
                     n += 1;
                     self.run(m);
                     // Every finished activity is a scheduling point.
@@ -83,8 +97,8 @@ impl CoreLocal {
         let arrived = {
             let consumers = self.inbox.consumers.borrow();
             match consumers.get(src) {
-                Some(Some(c)) => (0..looks).any(|_| !c.is_empty()),
-                _ => false,
+                Some(c) => (0..looks).any(|_| !c.is_empty()),
+                None => false,
             }
         };
         if arrived {
@@ -96,8 +110,43 @@ impl CoreLocal {
         }
     }
 
+    /// Takes the ring that source `src` bound to this core, if it did and
+    /// the ring was not taken yet (a bit set for a source whose ring this
+    /// core does not have). Cold: once per ring.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn adopt(&self, src: usize) -> bool {
+        match self.shared.new_rings[self.index].take(src) {
+            Some(c) => {
+                self.inbox.consumers.borrow_mut().insert(src, *c);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// True if a sender has bound a ring this core has not taken yet (one
+    /// load when none is pending).
+    #[inline]
+    pub(super) fn rings_to_adopt(&self) -> bool {
+        self.shared.new_rings[self.index].has_offer()
+    }
+
+    /// Takes every ring bound to this core and not taken yet (one load when
+    /// none is pending).
+    pub(super) fn adopt_all(&self) {
+        let mut consumers = self.inbox.consumers.borrow_mut();
+        self.shared.new_rings[self.index].take_each(|src, c| {
+            consumers.insert(src, *c);
+        });
+    }
+
     /// Runs up to `max` messages from the local queue.
     pub(super) fn run_local(&self, max: usize) -> usize {
+        if self.inbox.local_len.get() == 0 {
+            return 0;
+        }
+        self.set_busy();
         let mut n = 0;
         while n < max && self.inbox.local_len.get() > 0 {
             let m = self.inbox.local.borrow_mut().pop_front();
@@ -119,6 +168,7 @@ impl CoreLocal {
         if pushed == self.inbox.urgent_seen.get() {
             return 0;
         }
+        self.set_busy();
         let batch: Vec<Message> = self.shared.urgent[self.index]
             .lock()
             .unwrap_or_else(|e| e.into_inner())

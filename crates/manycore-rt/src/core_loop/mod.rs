@@ -18,6 +18,7 @@ mod wait;
 pub use api::debug_counts;
 pub(crate) use api::{note_late_result, note_panic};
 pub use api::{park_current, poll_once, preempt_point};
+pub(crate) use wait::Waited;
 
 use crate::executor::Executor;
 use crate::mailbox::Mailbox;
@@ -25,11 +26,9 @@ use crate::raw::{self, Message};
 use crate::runtime::Shared;
 use idle::IdleState;
 use inbox::Inbox;
-use manycore_ring::{Consumer, Producer};
 use manycore_sync::atomic::Ordering;
 use manycore_sync::SpinBudget;
 use outbox::Outbox;
-use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
@@ -41,6 +40,9 @@ const WAIT_LOOKS: u32 = 8;
 /// Empty polls between clearing stale active bits (while the core spins;
 /// it clears them anyway before it sleeps).
 const CLEAR_EVERY: u32 = 4096;
+/// Busy polls between looks at `closing`: a shutdown that gives up
+/// waiting for quiescence stops a core that never runs out of work.
+const CLOSE_CHECK_EVERY: u32 = 64;
 
 thread_local! {
     /// This thread's core state while it runs `run_core` (see `raw::current`).
@@ -86,14 +88,12 @@ impl CoreLocal {
     pub(crate) fn new(
         index: usize,
         shared: Arc<Shared>,
-        producers: Vec<Option<Producer<Message>>>,
-        consumers: Vec<Option<Consumer<Message>>>,
         sched: crate::task_queue::Scheduler,
     ) -> Self {
         Self {
             index,
-            out: Outbox::new(shared.n, producers),
-            inbox: Inbox::new(consumers),
+            out: Outbox::new(),
+            inbox: Inbox::new(),
             exec: Executor::new(),
             timers: Default::default(),
             objects: Default::default(),
@@ -109,8 +109,9 @@ impl CoreLocal {
     }
 
     pub(super) fn run(&self, m: Message) {
-        if catch_unwind(AssertUnwindSafe(|| m.run())).is_err() {
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| m.run())) {
             self.note_panic();
+            crate::error::drop_payload(p);
         }
     }
 
@@ -138,6 +139,7 @@ impl CoreLocal {
         n += self.timers.fire();
         n += self.run_local(BATCH);
         if self.exec.has_ready() {
+            self.set_busy();
             n += self.exec.run_ready(self, BATCH);
         }
         // One task from the scheduler queue per round, so that work arriving
@@ -158,12 +160,17 @@ impl CoreLocal {
         n
     }
 
-    /// Scans every ring (not only active ones) and runs what it finds.
+    /// Takes the rings bound to this core since it last looked, then scans
+    /// every ring (not only active ones) and runs what it finds.
     pub(super) fn poll_all(&self) -> usize {
-        let sources = self.inbox.consumers.borrow().len();
+        self.adopt_all();
         let mut n = 0;
-        for src in 0..sources {
+        let mut from = 0;
+        loop {
+            let next = self.inbox.consumers.borrow().next_key(from);
+            let Some(src) = next else { break };
             n += self.drain_ring(src, BATCH);
+            from = src + 1;
         }
         if n > 0 {
             self.set_busy();
@@ -171,20 +178,23 @@ impl CoreLocal {
         n + self.poll()
     }
 
-    /// True if any ring, queue or task has work, without running it.
+    /// True if any ring, queue or task has work, without running it. A
+    /// spilled message counts only if its ring has room: otherwise only its
+    /// receiver can make progress, and this core may sleep (a while: see
+    /// `sleep`).
     pub(super) fn has_work(&self) -> bool {
-        self.out.spilled.get() > 0
+        self.spill_can_move()
             || self.mailbox().urgent_pushed() != self.inbox.urgent_seen.get()
             || !self.tasks.is_empty()
             || self.inbox.local_len.get() > 0
             || self.exec.has_ready()
+            || self.rings_to_adopt()
             || self
                 .inbox
                 .consumers
                 .borrow()
                 .iter()
-                .flatten()
-                .any(|c| !c.is_empty())
+                .any(|(_, c)| !c.is_empty())
     }
 }
 
@@ -199,10 +209,15 @@ pub(crate) fn run_core(local: CoreLocal) {
     let policy_spin = l.shared.idle.spin_budget();
     let mut budget = SpinBudget::new(policy_spin);
     let mut empty = 0u32;
+    let mut busy = 0u32;
     let (mut hook_gen, mut hook) = (0, None);
     loop {
         if l.poll() > 0 {
             budget.reset();
+            busy = busy.wrapping_add(1);
+            if busy % CLOSE_CHECK_EVERY == 0 && l.shared.closing.load(Ordering::Acquire) {
+                break;
+            }
             continue;
         }
         if l.shared.closing.load(Ordering::Acquire) {
@@ -247,26 +262,28 @@ pub(crate) fn run_core(local: CoreLocal) {
 /// is left (each dropped call resolves to `Shutdown`).
 fn exit_core(l: &CoreLocal) {
     l.mailbox().close();
-    let consumers = std::mem::take(&mut *l.inbox.consumers.borrow_mut());
+    let mut consumers = std::mem::take(&mut *l.inbox.consumers.borrow_mut());
     let mut leftovers = Vec::new();
     {
         let mut g = l.shared.parked[l.index]
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let mut cs = consumers;
-        for c in cs.iter_mut().flatten() {
+        // Rings bound but not taken yet are drained too; a ring bound after
+        // this is drained by its own sender (`Shared::drain_parked`).
+        l.shared.new_rings[l.index].take_each(|src, c| {
+            consumers.insert(src, *c);
+        });
+        for (_, c) in consumers.iter_mut() {
             while let Some(m) = c.try_pop() {
                 leftovers.push(m);
             }
         }
-        *g = Some(cs);
+        *g = Some(consumers);
     }
     drop(leftovers);
     let local: Vec<Message> = l.inbox.local.borrow_mut().drain(..).collect();
     l.inbox.local_len.set(0);
     drop(local);
-    let spill: Vec<VecDeque<Message>> = std::mem::take(&mut *l.out.spill.borrow_mut());
-    drop(spill);
     l.exec.clear();
     l.timers.clear();
     l.tasks.clear();
@@ -274,6 +291,8 @@ fn exit_core(l: &CoreLocal) {
     l.pending.clear();
     // Objects are freed on their own core, here, at its exit.
     l.objects.clear();
-    // Our producers: drop them now so that their rings' leftovers can go.
-    l.out.producers.borrow_mut().clear();
+    // Our rings and what is spilled behind them: dropped now, so that the
+    // rings' leftovers can go.
+    let links = std::mem::take(&mut *l.out.links.borrow_mut());
+    drop(links);
 }

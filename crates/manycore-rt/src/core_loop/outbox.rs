@@ -1,68 +1,91 @@
-//! What a core sends: the producer ends of its rings to the other cores,
-//! and the spill queues that hold what did not fit (a core never blocks on
-//! a full ring). The send path is the hottest code of the runtime; what it
-//! loads and stores is explained in the crate's `README.md`.
+//! What a core sends: for each destination it has sent to, the producer
+//! end of their ring (made on the first message: `bind`) and the spill
+//! queue for what found the ring full; and the policy that keeps every
+//! spill queue under the runtime's limit without a deadlock. The send path
+//! is the hottest code of the runtime; what it loads and stores, and the
+//! spill policy, are explained in the crate's `README.md`.
 
 use super::CoreLocal;
 use crate::raw::Message;
+use crate::sparse::Sparse;
+use crate::spill::SpillQueue;
 use manycore_ring::Producer;
+use manycore_sync::atomic::Ordering;
+use manycore_sync::{Backoff, SpinBudget};
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
 /// A sender retries its spill queue for a destination every this many spills.
 const SPILL_RETRY: usize = 32;
+/// First and last pause of a core that waits for room and has nothing to
+/// run: the receiver does not ring the sender when it frees a slot, so the
+/// sender looks again after a pause that doubles up to the last.
+const ROOM_PAUSE_MIN: Duration = Duration::from_micros(20);
+const ROOM_PAUSE_MAX: Duration = Duration::from_millis(1);
+/// How long a send made while its core already waits for room waits for
+/// room itself, without serving, before it queues past the limit.
+const NESTED_ROOM_WAIT: Duration = Duration::from_millis(1);
+
+/// What a core keeps for one destination it sends to.
+pub(super) struct Link {
+    /// The producer end of ring (this core, destination).
+    pub(super) producer: Producer<Message>,
+    /// Messages that found the ring full, oldest first.
+    pub(super) spill: SpillQueue<Message>,
+}
 
 /// A core's outgoing side.
 pub(super) struct Outbox {
-    /// The producer end of ring (this core, d), by destination d (None for
-    /// this core itself, which uses its local queue).
-    pub(super) producers: RefCell<Vec<Option<Producer<Message>>>>,
-    /// Messages that found their ring full, by destination, oldest first.
-    pub(super) spill: RefCell<Vec<VecDeque<Message>>>,
+    /// By destination: the rings this core has bound (never this core
+    /// itself, which uses its local queue).
+    pub(super) links: RefCell<Sparse<Link>>,
     /// Messages in all spill queues (read on every send without borrowing).
     pub(super) spilled: Cell<usize>,
     /// Messages this core has put into rings (published to the runtime when
     /// the core goes idle, for the quiescence check of shutdown).
     pub(super) sent: Cell<u64>,
+    /// The core is waiting for room in a full spill queue and serves its
+    /// rings meanwhile: a send from code it runs then does not serve again.
+    room_wait: Cell<bool>,
+    /// A nested wait for room ran out during the current outer wait: until
+    /// that ends, nested sends queue past the limit at once.
+    room_gave_up: Cell<bool>,
 }
 
 impl Outbox {
-    pub(super) fn new(n: usize, producers: Vec<Option<Producer<Message>>>) -> Self {
+    pub(super) fn new() -> Self {
         Self {
-            producers: RefCell::new(producers),
-            spill: RefCell::new((0..n).map(|_| VecDeque::new()).collect()),
+            links: RefCell::new(Sparse::default()),
             spilled: Cell::new(0),
             sent: Cell::new(0),
+            room_wait: Cell::new(false),
+            room_gave_up: Cell::new(false),
         }
     }
 }
 
+/// Ends a core's wait for room, also when unwinding out of it.
+struct RoomWait<'a>(&'a Outbox);
+
+impl Drop for RoomWait<'_> {
+    fn drop(&mut self) {
+        self.0.room_wait.set(false);
+        self.0.room_gave_up.set(false);
+    }
+}
+
 impl CoreLocal {
-    /// Sends `m` to core `dst` of our own runtime. Never blocks.
+    /// Sends `m` to core `dst` of our own runtime. Blocks only when the
+    /// spill queue toward `dst` is full (see `spill`).
     pub(crate) fn send(&self, dst: usize, m: Message) {
         if dst == self.index {
             self.inbox.local.borrow_mut().push_back(m);
             self.inbox.local_len.set(self.inbox.local_len.get() + 1);
             return;
         }
-        {
-            let mut spill = self.out.spill.borrow_mut();
-            if !spill[dst].is_empty() {
-                spill[dst].push_back(m);
-                self.out.spilled.set(self.out.spilled.get() + 1);
-                // A sender inside a long invocation reaches no poll: move its
-                // spill into the ring now and then, so that the receiver is
-                // not starved while the spill grows.
-                if spill[dst].len() % SPILL_RETRY == 0 {
-                    drop(spill);
-                    self.flush_spill(dst);
-                }
-                return;
-            }
-        }
-        let r = match self.out.producers.borrow_mut()[dst].as_mut() {
-            Some(p) => p.try_push(m),
-            None => Err(m),
+        let r = match self.out.links.borrow_mut().get_mut(dst) {
+            Some(link) if link.spill.is_empty() => link.producer.try_push(m),
+            _ => Err(m),
         };
         self.after_push(dst, r);
     }
@@ -74,8 +97,9 @@ impl CoreLocal {
         if dst == self.index || self.out.spilled.get() > 0 {
             return self.send(dst, Message::new(f));
         }
-        let r = match self.out.producers.borrow_mut()[dst].as_mut() {
-            Some(p) => p
+        let r = match self.out.links.borrow_mut().get_mut(dst) {
+            Some(link) => link
+                .producer
                 .try_push_with(move || Message::new(f))
                 .map_err(|make| make()),
             None => Err(Message::new(f)),
@@ -84,59 +108,220 @@ impl CoreLocal {
     }
 
     /// The end of a send: count and announce a message that went into the
-    /// ring, or spill one that did not fit.
+    /// ring; bind the ring or spill a message that did not.
     #[inline]
     fn after_push(&self, dst: usize, r: Result<(), Message>) {
         match r {
-            Ok(()) => {
-                self.out.sent.set(self.out.sent.get() + 1);
-                if self.shared.mailboxes[dst].announce(self.index) {
-                    self.shared.drain_parked(dst, self.index);
-                }
+            Ok(()) => self.pushed(dst, 1),
+            Err(m) => self.push_slow(dst, m),
+        }
+    }
+
+    /// Counts and announces `k` messages put into ring (this core, `dst`).
+    #[inline]
+    fn pushed(&self, dst: usize, k: usize) {
+        self.out.sent.set(self.out.sent.get() + k as u64);
+        if self.shared.mailboxes[dst].announce(self.index) {
+            self.shared.drain_parked(dst, self.index);
+        }
+    }
+
+    /// A message that did not go straight into its ring: the ring does not
+    /// exist yet (bind it and push), or it is full or has a spill (spill).
+    #[cold]
+    #[inline(never)]
+    fn push_slow(&self, dst: usize, m: Message) {
+        if self.out.links.borrow().get(dst).is_some() {
+            return self.spill(dst, m);
+        }
+        if !self.bind(dst) {
+            // Not a destination of this runtime: dropping the message
+            // resolves its invocation, if any, to `Shutdown`.
+            return drop(m);
+        }
+        let r = match self.out.links.borrow_mut().get_mut(dst) {
+            Some(link) => link.producer.try_push(m),
+            None => Err(m),
+        };
+        match r {
+            Ok(()) => self.pushed(dst, 1),
+            Err(m) => self.spill(dst, m),
+        }
+    }
+
+    /// Makes ring (this core, `dst`) and hands its consumer end to `dst`
+    /// (README.md, "Binding a ring"). False if `dst` is not a core.
+    fn bind(&self, dst: usize) -> bool {
+        let Some(table) = self.shared.new_rings.get(dst) else {
+            return false;
+        };
+        let Ok((producer, consumer)) = manycore_ring::channel::<Message>(self.shared.ring_capacity)
+        else {
+            return false;
+        };
+        if table.offer(self.index, Box::new(consumer)).is_err() {
+            return false;
+        }
+        self.out.links.borrow_mut().insert(
+            dst,
+            Link {
+                producer,
+                spill: SpillQueue::default(),
+            },
+        );
+        true
+    }
+
+    /// Queues `m` behind the ring toward `dst` (README.md, "Bounded
+    /// spill"). The message goes in first, so that nothing sent while this
+    /// send waits overtakes it. If the queue has reached the runtime's
+    /// limit, the core then serves its own rings until the ring has taken
+    /// some (`wait_for_room`). A send made while the core serves that way
+    /// does not serve again: if it finds the queue at the limit, it waits
+    /// for room without running anything, for a moment, and then queues
+    /// past the limit.
+    fn spill(&self, dst: usize, m: Message) {
+        let limit = self.shared.spill_limit;
+        let nested = self.out.room_wait.get();
+        if nested
+            && !self.out.room_gave_up.get()
+            && self.spill_len(dst) >= limit
+            && !self.wait_for_room_nested(dst)
+        {
+            self.out.room_gave_up.set(true);
+        }
+        let (full, len) = match self.out.links.borrow_mut().get_mut(dst) {
+            Some(link) => (link.spill.push(m, limit), link.spill.len()),
+            None => return drop(m),
+        };
+        self.out.spilled.set(self.out.spilled.get() + 1);
+        self.note_spill(len, len > limit);
+        if full && !nested {
+            self.wait_for_room(dst);
+        } else if len % SPILL_RETRY == 0 {
+            // A sender inside a long invocation reaches no poll: move its
+            // spill into the ring now and then, so that the receiver is not
+            // starved while the spill grows.
+            self.flush_spill(dst);
+        }
+    }
+
+    /// Publishes the spill counters (`spill_peak`, `spill_over`) after a
+    /// message was queued, `len` now queued for its destination.
+    fn note_spill(&self, len: usize, over: bool) {
+        let st = &self.shared.states[self.index];
+        if len as u64 > st.spill_peak.load(Ordering::Relaxed) {
+            st.spill_peak.store(len as u64, Ordering::Relaxed);
+        }
+        if over {
+            st.spill_over
+                .store(st.spill_over.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        }
+    }
+
+    /// Messages queued for `dst`.
+    fn spill_len(&self, dst: usize) -> usize {
+        self.out
+            .links
+            .borrow()
+            .get(dst)
+            .map_or(0, |link| link.spill.len())
+    }
+
+    /// Serves this core (runs what arrives) until the spill toward `dst` is
+    /// under the limit; sleeps on the doorbell between looks when there is
+    /// nothing to run.
+    fn wait_for_room(&self, dst: usize) {
+        self.out.room_wait.set(true);
+        let _end = RoomWait(&self.out);
+        let limit = self.shared.spill_limit;
+        let mut budget = SpinBudget::new(self.shared.idle.spin_budget());
+        let mut pause = ROOM_PAUSE_MIN;
+        loop {
+            self.flush_spill(dst);
+            if self.spill_len(dst) < limit {
+                return;
             }
-            Err(m) => {
-                self.out.spill.borrow_mut()[dst].push_back(m);
-                self.out.spilled.set(self.out.spilled.get() + 1);
+            if self.poll() > 0 {
+                budget.reset();
+                continue;
+            }
+            if budget.spin() {
+                continue;
+            }
+            let until = crate::timer::deadline_in(pause);
+            self.sleep(&|| self.ring_has_room(dst), Some(until));
+            pause = (pause * 2).min(ROOM_PAUSE_MAX);
+            budget.reset();
+        }
+    }
+
+    /// Waits, without running anything, for room toward `dst`, for at most
+    /// `NESTED_ROOM_WAIT`. True if there is room.
+    fn wait_for_room_nested(&self, dst: usize) -> bool {
+        let limit = self.shared.spill_limit;
+        let give_up = Instant::now() + NESTED_ROOM_WAIT;
+        let mut backoff = Backoff::new();
+        loop {
+            self.flush_spill(dst);
+            if self.spill_len(dst) < limit {
+                return true;
+            }
+            if Instant::now() >= give_up {
+                return false;
+            }
+            if backoff.is_completed() {
+                std::thread::sleep(ROOM_PAUSE_MIN);
+            } else {
+                backoff.snooze();
             }
         }
     }
 
+    /// True if ring (this core, `dst`) has a free slot (a hint: the
+    /// consumer may free one at any moment).
+    fn ring_has_room(&self, dst: usize) -> bool {
+        self.out
+            .links
+            .borrow()
+            .get(dst)
+            .is_some_and(|link| !link.producer.is_full())
+    }
+
+    /// True if some spilled message could move into its ring now.
+    pub(super) fn spill_can_move(&self) -> bool {
+        self.out.spilled.get() > 0
+            && self
+                .out
+                .links
+                .borrow()
+                .iter()
+                .any(|(_, link)| !link.spill.is_empty() && !link.producer.is_full())
+    }
+
     /// Moves spilled messages into their rings, in order, as space allows.
     pub(super) fn flush_spills(&self) {
-        let n = self.out.spill.borrow().len();
-        for dst in 0..n {
-            if !self.out.spill.borrow()[dst].is_empty() {
-                self.flush_spill(dst);
-            }
+        let mut from = 0;
+        loop {
+            let next = self.out.links.borrow().next_key(from);
+            let Some(dst) = next else { return };
+            self.flush_spill(dst);
+            from = dst + 1;
         }
     }
 
     /// Moves the messages spilled for `dst` into its ring, in order, as
     /// space allows, and announces them.
     fn flush_spill(&self, dst: usize) {
-        let moved = {
-            let mut spill = self.out.spill.borrow_mut();
-            let q = &mut spill[dst];
-            let mut producers = self.out.producers.borrow_mut();
-            let Some(p) = producers[dst].as_mut() else {
-                return;
-            };
-            let mut moved = 0;
-            while let Some(m) = q.pop_front() {
-                if let Err(m) = p.try_push(m) {
-                    q.push_front(m);
-                    break;
-                }
-                moved += 1;
+        let moved = match self.out.links.borrow_mut().get_mut(dst) {
+            Some(Link { producer, spill }) if !spill.is_empty() => {
+                spill.drain_into(|m| producer.try_push(m))
             }
-            moved
+            _ => 0,
         };
         if moved > 0 {
             self.out.spilled.set(self.out.spilled.get() - moved);
-            self.out.sent.set(self.out.sent.get() + moved as u64);
-            if self.shared.mailboxes[dst].announce(self.index) {
-                self.shared.drain_parked(dst, self.index);
-            }
+            self.pushed(dst, moved);
         }
     }
 }

@@ -10,6 +10,16 @@ use std::sync::Arc;
 use std::task::{Wake, Waker};
 use std::time::Instant;
 
+/// How a wait on a core ended.
+pub(crate) enum Waited {
+    /// The result is in.
+    Done,
+    /// The deadline passed first.
+    TimedOut,
+    /// The result can only come after the waiting code returns.
+    WouldDeadlock,
+}
+
 impl CoreLocal {
     /// One step of `block_on` on a core outside any coroutine: poll the
     /// future; if pending, serve the core once, and sleep (by the idle
@@ -44,7 +54,9 @@ impl CoreLocal {
         let mut budget = SpinBudget::new(self.shared.idle.spin_budget());
         loop {
             flag.woken.store(false, Ordering::SeqCst);
-            if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            if let std::task::Poll::Ready(v) =
+                crate::coroutine::poll_blocking(fut.as_mut(), &mut cx)
+            {
                 return Some(v);
             }
             loop {
@@ -65,8 +77,10 @@ impl CoreLocal {
     }
 
     /// Waits (on this core) until `c` completes, serving this core's own
-    /// messages meanwhile. Returns false if `deadline` passed first.
-    pub(crate) fn wait_for<T>(&self, c: &Rx<T>, deadline: Option<Instant>) -> bool {
+    /// messages meanwhile, or `deadline` passes, or the wait is seen never
+    /// to end (the invocation is queued behind an object that this very
+    /// stack has borrowed).
+    pub(crate) fn wait_for<T>(&self, c: &Rx<T>, deadline: Option<Instant>) -> Waited {
         let mut budget = SpinBudget::new(self.shared.idle.spin_budget());
         let mut empty = 0u32;
         loop {
@@ -76,7 +90,7 @@ impl CoreLocal {
             // loads of its arrival instead of half a poll later on average.
             for _ in 0..WAIT_LOOKS {
                 if c.is_done() {
-                    return true;
+                    return Waited::Done;
                 }
             }
             if self.poll() > 0 {
@@ -84,10 +98,15 @@ impl CoreLocal {
                 continue;
             }
             if c.is_done() {
-                return true;
+                return Waited::Done;
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                return false;
+                return Waited::TimedOut;
+            }
+            // Nothing left to run here: if the invocation waits behind an
+            // object this stack holds, it cannot run before we return.
+            if self.objects.would_deadlock(c.id()) {
+                return Waited::WouldDeadlock;
             }
             empty = empty.wrapping_add(1);
             if empty % CLEAR_EVERY == 0 {
@@ -97,7 +116,7 @@ impl CoreLocal {
                 continue;
             }
             if c.register(&self.idle.waker) {
-                return true;
+                return Waited::Done;
             }
             self.sleep(&|| c.is_done(), deadline);
             budget.reset();

@@ -278,6 +278,13 @@ impl<T> Drop for Tx<T> {
 }
 
 impl<T> Rx<T> {
+    /// The record's address: unique among the records alive, and the record
+    /// lives while its completer does (an invocation's identity while it is
+    /// pending).
+    pub(crate) fn id(&self) -> usize {
+        self.p.as_ptr() as usize
+    }
+
     fn c(&self) -> &Completion<T> {
         // SAFETY: the record lives until both ends are finished; this end is
         // finished only in Drop.

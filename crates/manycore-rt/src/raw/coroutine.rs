@@ -49,6 +49,19 @@ pub(crate) fn leave_coroutine(prev: Option<CoCtx>) {
     CURRENT_CO.with(|c| *c.borrow_mut() = prev);
 }
 
+/// Which stack the calling code runs on: 0 for the thread's own stack, or
+/// a number unique to the running coroutine while it lives (the address of
+/// its yielder slot).
+pub(crate) fn current_context() -> usize {
+    CURRENT_CO
+        .try_with(|c| {
+            c.borrow()
+                .as_ref()
+                .map_or(0, |c| std::rc::Rc::as_ptr(&c.yielder) as usize)
+        })
+        .unwrap_or(0)
+}
+
 /// The waker of the running coroutine's task, if in a coroutine.
 pub(crate) fn coroutine_waker() -> Option<Waker> {
     CURRENT_CO.with(|c| c.borrow().as_ref().map(|c| c.waker.clone()))

@@ -6,6 +6,8 @@
 //! * `blocks`: the per-thread cache of line-sized blocks those records
 //!   live in;
 //! * `current`: the thread-local pointer to the thread's core state;
+//! * `handoff`: the table through which a sender hands the consumer end of
+//!   a ring it made to the ring's receiver;
 //! * `coroutine`: the running coroutine's context and its suspension;
 //! * `overflow`: the signal handler that reports a coroutine stack
 //!   overflow.
@@ -18,6 +20,7 @@ mod blocks;
 pub(crate) mod completion;
 pub(crate) mod coroutine;
 pub(crate) mod current;
+pub(crate) mod handoff;
 pub(crate) mod message;
 pub(crate) mod overflow;
 
@@ -25,7 +28,9 @@ pub(crate) mod overflow;
 pub(crate) use completion::completion_with_probe;
 pub(crate) use completion::{completion, Rx, Tx};
 pub(crate) use coroutine::{
-    coroutine_waker, enter_coroutine, leave_coroutine, suspend_coroutine, CoCtx, YielderSlot,
+    coroutine_waker, current_context, enter_coroutine, leave_coroutine, suspend_coroutine, CoCtx,
+    YielderSlot,
 };
 pub(crate) use current::{enter, with_current, CurrentCore};
+pub(crate) use handoff::HandoffTable;
 pub(crate) use message::{Message, INLINE_BYTES};
