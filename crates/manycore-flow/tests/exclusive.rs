@@ -3,30 +3,14 @@
 //! FIFO order; self-continuations are counted. No test depends on timing:
 //! contention is made certain by holding the gate from the test.
 
+mod common;
+use common::{eventually, runtime};
 use manycore_flow::{Exclusion, Gate, GateHold, Template, User};
-use manycore_rt::{IdlePolicy, Runtime};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-fn runtime(cores: usize) -> Runtime {
-    Runtime::builder()
-        .cores(cores)
-        .idle(IdlePolicy::Sleep)
-        .build()
-        .unwrap()
-}
-
-/// Waits (bounded) until `cond` holds.
-fn eventually(what: &str, cond: impl Fn() -> bool) {
-    let end = Instant::now() + WAIT;
-    while !cond() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
 
 /// Runs 200 instances of an exclusive template on two cores; the body
 /// counts how many bodies are inside at once.

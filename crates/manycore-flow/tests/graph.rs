@@ -1,18 +1,11 @@
 //! Static graphs: the checks `build` makes, and runs.
 
+mod common;
+use common::runtime;
 use manycore_flow::{BuildError, FlowError, GraphBuilder, NodeId};
-use manycore_rt::{IdlePolicy, Runtime};
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-fn runtime(cores: usize) -> Runtime {
-    Runtime::builder()
-        .cores(cores)
-        .idle(IdlePolicy::Sleep)
-        .build()
-        .unwrap()
-}
 
 fn id(g: &mut GraphBuilder<u8>, inputs: usize) -> NodeId {
     g.node(inputs, |x| x.iter().copied().fold(0, u8::wrapping_add))

@@ -3,22 +3,15 @@
 //! compile error (the `compile_fail` example on `Ctx`); here: the checks at
 //! graph build time and at signal time, and the allowed path.
 
+mod common;
+use common::runtime;
 use manycore_flow::{
     BuildError, GraphBuilder, Instance, Kernel, KernelInterface, ModeKind, Outcome, Outside,
     SignalErrorKind, Slot, User,
 };
-use manycore_rt::{IdlePolicy, Runtime};
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-fn runtime(cores: usize) -> Runtime {
-    Runtime::builder()
-        .cores(cores)
-        .idle(IdlePolicy::Sleep)
-        .build()
-        .unwrap()
-}
 
 #[test]
 fn the_rule_as_values() {

@@ -2,24 +2,18 @@
 //! runs under each backend the kernel offers (epoll always; io_uring where
 //! it is allowed). No test asserts on timing; every wait is bounded.
 
+mod common;
+use common::{eventually, runtime};
 use manycore_flow::{
     pipe, Backend, FlowError, Instance, IoError, IoResult, Kernel, Outcome, Outside, Reactor,
 };
-use manycore_rt::{current, IdlePolicy, Runtime};
+use manycore_rt::current;
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-fn runtime(cores: usize) -> Runtime {
-    Runtime::builder()
-        .cores(cores)
-        .idle(IdlePolicy::Sleep)
-        .build()
-        .unwrap()
-}
 
 /// The backends this kernel offers.
 fn backends() -> Vec<Backend> {
@@ -32,15 +26,6 @@ fn backends() -> Vec<Backend> {
 
 fn kernel() -> Outside<Kernel> {
     Outside::new()
-}
-
-/// Waits (bounded) until `cond` holds.
-fn eventually(what: &str, cond: impl Fn() -> bool) {
-    let end = Instant::now() + WAIT;
-    while !cond() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 #[test]

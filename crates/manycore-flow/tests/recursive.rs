@@ -3,20 +3,14 @@
 //! makes a join instance with one slot per child, forks the children, and
 //! the join continues to the caller's slot. Checked against plain code.
 
+mod common;
+use common::runtime;
 use manycore_flow::{Ctx, Instance, Outcome, Slot, User};
-use manycore_rt::{Core, IdlePolicy, Runtime};
+use manycore_rt::{Core, Runtime};
 use std::sync::Arc;
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(60);
-
-fn runtime(cores: usize) -> Runtime {
-    Runtime::builder()
-        .cores(cores)
-        .idle(IdlePolicy::Sleep)
-        .build()
-        .unwrap()
-}
 
 fn fib_seq(n: u64) -> u64 {
     if n < 2 {

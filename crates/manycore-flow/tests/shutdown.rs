@@ -1,23 +1,16 @@
 //! Runtime shutdown while instances are pending: whoever waits gets a typed
 //! error, never a hang; later signals and creations are refused.
 
+mod common;
+use common::runtime;
 use manycore_flow::{
     Exclusion, FlowError, Gate, GraphBuilder, Instance, Outcome, Outside, SignalErrorKind,
     Template, User,
 };
-use manycore_rt::{IdlePolicy, Runtime};
 use std::sync::mpsc;
 use std::time::Duration;
 
 const WAIT: Duration = Duration::from_secs(30);
-
-fn runtime(cores: usize) -> Runtime {
-    Runtime::builder()
-        .cores(cores)
-        .idle(IdlePolicy::Sleep)
-        .build()
-        .unwrap()
-}
 
 #[test]
 fn pending_instances_end_in_shutdown_errors() {

@@ -1,24 +1,18 @@
 //! Public-API smoke tests: instances, continuation signals (local and
 //! cross-core), firing, and every error a sender can see.
 
+mod common;
+use common::runtime;
 use manycore_flow::{
     FlowError, Instance, Outcome, Outside, SignalErrorKind, Slot, Template, User, MAX_INPUTS,
 };
-use manycore_rt::{current, IdlePolicy, Runtime};
+use manycore_rt::current;
 use std::sync::mpsc;
 use std::time::Duration;
 
 /// Every wait in these tests is bounded by this (it is never reached when
 /// the code is right; the machines are slow and shared).
 const WAIT: Duration = Duration::from_secs(30);
-
-fn runtime(cores: usize) -> Runtime {
-    Runtime::builder()
-        .cores(cores)
-        .idle(IdlePolicy::Sleep)
-        .build()
-        .unwrap()
-}
 
 fn user() -> Outside<User> {
     Outside::new()
