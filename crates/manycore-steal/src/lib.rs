@@ -75,6 +75,7 @@
 //! assert_eq!(with_ctx(|s| fib(s, 20)), 6765);
 //! ```
 
+mod api;
 mod join;
 mod pool;
 mod raw;
@@ -83,14 +84,21 @@ mod rt;
 mod scope;
 mod thread_pool;
 
+pub use api::{
+    broadcast, current_num_threads, current_thread_has_pending_tasks, current_thread_index,
+    in_place_scope, in_place_scope_fifo, join_context, max_num_threads, scope, scope_fifo, spawn,
+    spawn_broadcast, spawn_fifo, yield_local, yield_now, BroadcastContext, FnContext, Yield,
+};
 pub use join::{join, with_ctx, Ctx};
 pub use pool::{
     max_sequential, set_max_sequential, StealStats, DEFAULT_MAX_SEQUENTIAL, HEARTBEAT_PERIOD,
 };
 #[cfg(not(loom))]
 pub use rt::{attach, steal_stats, StealExt};
-pub use scope::{scope, Scope};
-pub use thread_pool::{ThreadPool, ThreadPoolBuilder};
+pub use scope::{Scope, ScopeFifo};
+pub use thread_pool::{
+    default_num_threads, GlobalPoolError, ThreadPool, ThreadPoolBuilder, WorkerThread,
+};
 
 // Behind `internals`: what benches, probes and tests measure with, not part
 // of the crate's API.

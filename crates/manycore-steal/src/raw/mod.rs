@@ -34,15 +34,22 @@
 //!   the pool outlives the borrow.
 
 mod frame;
+mod job;
 mod join;
 mod local;
 mod mailbox;
+mod scope;
 mod unrecorded;
 
 pub(crate) use frame::{
     is_done, is_started, oldest_latent, promote, run_stolen, unpromote, JobHeader,
 };
+#[cfg(not(loom))]
+pub(crate) use job::Handoff;
+pub(crate) use job::{heap_job, run_all_elsewhere, run_elsewhere, FifoQueue, JobRef, Waiter};
 pub(crate) use join::join;
 pub(crate) use local::{set_pool, with_local, with_local_flat, DepthGuard, Local};
 pub(crate) use mailbox::{Mailbox, Stolen, EMPTY, HUNGRY};
+pub(crate) use scope::{run_scope, run_scope_fifo};
+pub use scope::{Scope, ScopeFifo};
 pub(crate) use unrecorded::join_unrecorded;
