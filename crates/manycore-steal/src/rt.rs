@@ -34,7 +34,9 @@ impl IdleHook for Hook {
         core < self.0.len() && Pool::on_idle(&self.0, core)
     }
     fn pending(&self, core: usize) -> bool {
-        core < self.0.len() && self.0.has_job(core)
+        // A frame handed to the core, or queued jobs (spawns, broadcasts)
+        // that it would take in `on_idle`.
+        core < self.0.len() && self.0.has_work(core)
     }
 }
 

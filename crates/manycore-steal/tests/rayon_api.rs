@@ -129,3 +129,20 @@ fn global_pool_size_follows_the_cpus() {
     assert_eq!(n, manycore_steal::default_num_threads());
     assert!((1..=64).contains(&n));
 }
+
+#[test]
+fn scope_on_a_runtime_body_waits_for_its_own_spawn() {
+    // The same on runtime cores: the idle core takes the spawn in its idle
+    // hook, woken through its demand bit.
+    let rt = rt(2);
+    let got = rt.install(|| {
+        scope(|s| {
+            let (tx, rx) = channel();
+            s.spawn(move |_| tx.send(7).unwrap());
+            rx.recv_timeout(BOUND)
+                .expect("the spawn ran while the body waited")
+        })
+    });
+    assert_eq!(got, 7);
+    rt.shutdown();
+}
