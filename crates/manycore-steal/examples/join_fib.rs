@@ -13,7 +13,8 @@
 //! * On a manycore runtime, [`StealExt::install`]: the runtime's cores are
 //!   the workers, and they keep serving their messages while they fork.
 //!
-//! Outside a pool or runtime, `join` simply runs both closures in turn.
+//! Outside a pool or runtime, `join` runs on the global pool (started on
+//! first use) while the calling thread waits.
 //! Workers only take work from each other when one of them is idle, so
 //! small inputs often run on one worker: the steal counters show what
 //! happened.

@@ -8,10 +8,11 @@ use std::marker::PhantomData;
 ///
 /// Rayon's semantics: both closures always run; if either panics, the panic
 /// propagates after both have finished (`a`'s wins if both panic). On a
-/// worker (a manycore core, or inside
-/// [`ThreadPool::install`](crate::ThreadPool::install)) `b` is latent work
-/// that an idle worker may steal; anywhere else the two run one after the
-/// other on the calling thread.
+/// worker (a core of an attached manycore runtime, or a thread of a
+/// [`ThreadPool`](crate::ThreadPool)) `b` is latent work that an idle worker
+/// may steal. From any other thread the join runs on a worker of the global
+/// pool (started on first use) while the calling thread blocks, as in
+/// rayon-core.
 // Out of line for closures of up to two words: the caller's recursive
 // function is then inlined into the closures here, so that its base case (a
 // leaf of the tree) is tested before the call rather than after it, and a
@@ -67,7 +68,7 @@ const fn passed_in_memory<A, B>() -> bool {
 /// A join at `depth` that runs unrecorded (below the window, not on a
 /// tick): counts it and returns true. Otherwise false: record it.
 #[inline(always)]
-fn count_unrecorded(local: &Local, depth: u32) -> bool {
+pub(crate) fn count_unrecorded(local: &Local, depth: u32) -> bool {
     let n = local.beat.get();
     let counted = depth >= LATENT_WINDOW && n != 0;
     if counted {
@@ -85,8 +86,41 @@ where
     RA: Send,
     RB: Send,
 {
+    if local.pool.get().is_null() {
+        return join_outside(a, b);
+    }
     let _depth = (depth < LATENT_WINDOW).then(|| raw::DepthGuard::enter(local, depth));
     raw::join(local, a, move |_| b())
+}
+
+/// The pool that work from a thread that is no worker goes to: binds the
+/// thread first if it is a core of an attached runtime (then `None`: it is a
+/// worker now), else the global pool (none under loom: the join runs here).
+#[cold]
+pub(crate) fn outside_pool() -> Option<manycore_sync::Arc<crate::pool::Pool>> {
+    crate::attach_current_thread();
+    if crate::pool::current().is_some() {
+        return None;
+    }
+    crate::thread_pool::current_or_global()
+}
+
+/// A join on a thread that is no worker: on the global pool, or, for a core
+/// of an attached runtime seen here first, on the core itself.
+#[cold]
+#[inline(never)]
+fn join_outside<A, B, RA, RB>(a: A, b: B) -> (RA, RB)
+where
+    A: FnOnce() -> RA + Send,
+    B: FnOnce() -> RB + Send,
+    RA: Send,
+    RB: Send,
+{
+    match outside_pool() {
+        Some(p) => crate::thread_pool::run_on(&p, move || join(a, b)),
+        None if crate::pool::current().is_some() => join(a, b),
+        None => raw::join_unrecorded((), |()| a(), |()| b()),
+    }
 }
 
 /// How many levels of a join tree are recorded as latent work, counted from
@@ -207,6 +241,13 @@ where
     RA: Send,
     RB: Send,
 {
+    if local.pool.get().is_null() {
+        return match outside_pool() {
+            Some(p) => crate::thread_pool::run_on(&p, move || with_ctx(|s| s.join(a, b))),
+            None if crate::pool::current().is_some() => Ctx::at(depth).join(a, b),
+            None => raw::join_unrecorded(Ctx::at(depth), a, b),
+        };
+    }
     let next = depth.saturating_add(1).min(LATENT_WINDOW);
     raw::join(
         local,

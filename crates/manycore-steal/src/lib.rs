@@ -17,7 +17,9 @@
 //!   instructions. [`Ctx::join`] does the same with the depth carried by
 //!   value.
 //! * On a manycore runtime ([`attach`], [`StealExt::install`]) the workers are
-//!   the runtime's cores; [`ThreadPool`] provides plain threads instead.
+//!   the runtime's cores; [`ThreadPool`] provides plain threads instead, and
+//!   a global pool (started on first use) takes the work of every other
+//!   thread, which blocks meanwhile, as in rayon-core.
 //! * An idle worker *announces demand* (a bit in a shared word and `HUNGRY`
 //!   in its mailbox) and sleeps on its doorbell.
 //! * Every so many joins (a *tick*; eight per [`HEARTBEAT_PERIOD`], or
@@ -31,9 +33,15 @@
 //!   the thief has not started it yet, otherwise it waits for it while running
 //!   work handed to it (the thief serves the waiting owner's demand in turn:
 //!   leapfrogging) and polling messages; every spin is bounded.
-//! * [`scope`] runs spawned closures as a balanced tree of joins, so each is
-//!   latent work too. [`ThreadPool::stats`] and [`steal_stats`] count how
-//!   much work moved between workers ([`StealStats`]).
+//! * rayon-core's API: [`join_context`], [`scope`] and [`scope_fifo`] (whose
+//!   spawns are stealable as soon as they are spawned, and run inline on
+//!   the scope's owner when nobody takes them), [`in_place_scope`],
+//!   [`spawn`], [`broadcast`], [`current_num_threads`],
+//!   [`current_thread_index`], [`yield_now`]; `install` takes closures that
+//!   borrow. The `rayon-core` crate of this workspace re-exports it under
+//!   rayon-core's names, so that the `rayon` crate runs on it.
+//! * [`ThreadPool::stats`] and [`steal_stats`] count how much work moved
+//!   between workers ([`StealStats`]).
 //!
 //! `src/README.md` describes the protocol, its invariants and why it is
 //! correct; `src/loom_tests.rs` model-checks it.
@@ -57,8 +65,11 @@
 //!
 //! let pool = ThreadPool::new(2);
 //! assert_eq!(pool.install(|| fib(20)), 6765);
-//! // Outside a pool or runtime, join simply runs sequentially.
+//! // Outside a pool or runtime, joins run on the global pool.
 //! assert_eq!(fib(10), 55);
+//! // `install` may borrow: the caller waits until the closure is done.
+//! let v = vec![1, 2, 3];
+//! assert_eq!(pool.install(|| v.iter().sum::<i32>()), 6);
 //! ```
 //!
 //! The context-passing form carries the join's depth by value instead of in
@@ -75,6 +86,7 @@
 //! assert_eq!(with_ctx(|s| fib(s, 20)), 6765);
 //! ```
 
+mod api;
 mod join;
 mod pool;
 mod raw;
@@ -83,14 +95,21 @@ mod rt;
 mod scope;
 mod thread_pool;
 
+pub use api::{
+    broadcast, current_num_threads, current_thread_has_pending_tasks, current_thread_index,
+    in_place_scope, in_place_scope_fifo, join_context, max_num_threads, scope, scope_fifo, spawn,
+    spawn_broadcast, spawn_fifo, yield_local, yield_now, BroadcastContext, FnContext, Yield,
+};
 pub use join::{join, with_ctx, Ctx};
 pub use pool::{
     max_sequential, set_max_sequential, StealStats, DEFAULT_MAX_SEQUENTIAL, HEARTBEAT_PERIOD,
 };
 #[cfg(not(loom))]
 pub use rt::{attach, steal_stats, StealExt};
-pub use scope::{scope, Scope};
-pub use thread_pool::{ThreadPool, ThreadPoolBuilder};
+pub use scope::{Scope, ScopeFifo};
+pub use thread_pool::{
+    default_num_threads, GlobalPoolError, ThreadPool, ThreadPoolBuilder, WorkerThread,
+};
 
 // Behind `internals`: what benches, probes and tests measure with, not part
 // of the crate's API.

@@ -7,15 +7,26 @@
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --release
 //! -p manycore-steal --lib loom_tests`
 
-use crate::{join, with_ctx, ThreadPool};
+use crate::{join, scope, with_ctx, ThreadPool};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// A pool of `workers` whose threads tick every `max_sequential` joins (its
 /// own setting: the models run in parallel and must not share one).
+/// Worker 0 is the model's own thread, in `install_here`; the models of
+/// the injector (below) use `install` from outside instead.
 fn pool(workers: usize, max_sequential: u32) -> ThreadPool {
     ThreadPool::builder()
         .workers(workers)
         .max_sequential(max_sequential)
+        .caller_is_worker0()
+        .build()
+}
+
+/// A pool of `workers` threads, entered from outside.
+fn threads(workers: usize) -> ThreadPool {
+    ThreadPool::builder()
+        .workers(workers)
+        .max_sequential(1)
         .build()
 }
 
@@ -44,7 +55,7 @@ fn steal_and_join() {
     static RECLAIMED: AtomicUsize = AtomicUsize::new(0);
     model(|| {
         let pool = pool(2, 1);
-        let r = pool.install(|| join(|| join(|| 1, || 2), || 3));
+        let r = pool.install_here(|| join(|| join(|| 1, || 2), || 3));
         assert_eq!(r, ((1, 2), 3));
         let s = pool.stats();
         RUNS.fetch_add(1, Relaxed);
@@ -68,7 +79,7 @@ fn handback_serves_the_returning_thief() {
     static HANDBACKS: AtomicUsize = AtomicUsize::new(0);
     model(|| {
         let pool = pool(2, 1);
-        let r = pool.install(|| {
+        let r = pool.install_here(|| {
             let x = join(|| 1, || 2);
             let y = join(|| 3, || 4);
             (x, y)
@@ -91,7 +102,7 @@ fn stale_demand_is_withdrawn_at_a_tick() {
     // join, or worker 0 runs it while it waits).
     model(|| {
         let pool = pool(2, 1);
-        let r = pool.install(|| {
+        let r = pool.install_here(|| {
             join(
                 || {
                     register_demand();
@@ -110,11 +121,11 @@ fn stolen_panic_propagates() {
     model(|| {
         let pool = pool(2, 1);
         let r = catch_unwind(AssertUnwindSafe(|| {
-            pool.install(|| join(|| 1, || -> u32 { std::panic::panic_any(7u32) }))
+            pool.install_here(|| join(|| 1, || -> u32 { std::panic::panic_any(7u32) }))
         }));
         assert_eq!(*r.unwrap_err().downcast::<u32>().unwrap(), 7);
         // The worker is still usable.
-        assert_eq!(pool.install(|| join(|| 4, || 5)), (4, 5));
+        assert_eq!(pool.install_here(|| join(|| 4, || 5)), (4, 5));
         drop(pool);
     });
 }
@@ -125,7 +136,7 @@ fn three_workers_leapfrog() {
     b.preemption_bound = Some(1);
     b.check(|| {
         let pool = pool(3, 1);
-        let r = pool.install(|| join(|| join(|| 1, || 2), || join(|| 3, || 4)));
+        let r = pool.install_here(|| join(|| join(|| 1, || 2), || join(|| 3, || 4)));
         assert_eq!(r, ((1, 2), (3, 4)));
         drop(pool);
     });
@@ -135,8 +146,9 @@ fn three_workers_leapfrog() {
 fn context_form_chain() {
     model(|| {
         let pool = pool(2, 1);
-        let r = pool
-            .install(|| with_ctx(|s| s.join(|s| s.join(|_| 1, |_| 2), |s| s.join(|_| 3, |_| 4))));
+        let r = pool.install_here(|| {
+            with_ctx(|s| s.join(|s| s.join(|_| 1, |_| 2), |s| s.join(|_| 3, |_| 4)))
+        });
         assert_eq!(r, ((1, 2), (3, 4)));
         drop(pool);
     });
@@ -148,7 +160,7 @@ fn context_form_eager() {
     // eagerly (serve_if_hungry) as well as at ticks.
     model(|| {
         let pool = pool(2, 2);
-        let r = pool.install(|| {
+        let r = pool.install_here(|| {
             with_ctx(|s| {
                 s.join(
                     |s| s.join(|_| 1, |s| s.join(|_| 2, |_| 3)),
@@ -157,6 +169,71 @@ fn context_form_eager() {
             })
         });
         assert_eq!(r, ((1, (2, 3)), (4, 5)));
+        drop(pool);
+    });
+}
+
+#[test]
+fn install_from_outside() {
+    // The injector: a thread that is no worker pushes a job borrowing its
+    // stack and blocks; the one worker, idle or about to sleep, must see it
+    // (its demand bit and the pusher's fence, or its re-check after
+    // `prepare_wait`), and its latch must wake the caller.
+    model(|| {
+        let pool = threads(1);
+        let x = 5;
+        assert_eq!(pool.install(|| x + 1), 6);
+        drop(pool);
+    });
+}
+
+#[test]
+fn spawn_is_stolen_or_run_inline() {
+    // A scope's spawn is on the owner's deque from the moment it is spawned:
+    // the idle worker may take it (woken through its demand bit) while the
+    // body still runs, or the owner runs it at the end of the scope.
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    static ELSEWHERE: AtomicUsize = AtomicUsize::new(0);
+    static INLINE: AtomicUsize = AtomicUsize::new(0);
+    model(|| {
+        let pool = pool(2, 1);
+        let (owner, ran_on) = pool.install_here(|| {
+            let owner = crate::current_thread_index();
+            let mut ran_on = None;
+            scope(|s| {
+                s.spawn(|_| ran_on = crate::current_thread_index());
+            });
+            (owner, ran_on)
+        });
+        assert!(ran_on.is_some());
+        if owner == ran_on {
+            INLINE.fetch_add(1, Relaxed);
+        } else {
+            ELSEWHERE.fetch_add(1, Relaxed);
+        }
+        drop(pool);
+    });
+    assert!(INLINE.load(Relaxed) > 0);
+    assert!(ELSEWHERE.load(Relaxed) > 0);
+}
+
+#[test]
+fn scope_body_waits_for_its_spawn() {
+    // The body waits for its own spawn; yielding runs it on the owner if the
+    // other worker has not taken it.
+    model(|| {
+        let pool = pool(2, 1);
+        pool.install_here(|| {
+            let done = loom::sync::atomic::AtomicBool::new(false);
+            scope(|s| {
+                s.spawn(|_| done.store(true, std::sync::atomic::Ordering::Release));
+                while !done.load(std::sync::atomic::Ordering::Acquire) {
+                    if crate::yield_now() == Some(crate::Yield::Idle) {
+                        loom::thread::yield_now();
+                    }
+                }
+            });
+        });
         drop(pool);
     });
 }

@@ -5,8 +5,9 @@
 //! messages with [`manycore_rt::poll_once`] (MuSE's `MAX_SEQUENTIAL` poll).
 
 use crate::pool::{self, Host, Pool};
+use crate::raw;
 use manycore_rt::{Core, Error, IdleHook, InvokeError, Runtime};
-use std::panic::{self, AssertUnwindSafe};
+use std::panic;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -33,7 +34,9 @@ impl IdleHook for Hook {
         core < self.0.len() && Pool::on_idle(&self.0, core)
     }
     fn pending(&self, core: usize) -> bool {
-        core < self.0.len() && self.0.has_job(core)
+        // A frame handed to the core, or queued jobs (spawns, broadcasts)
+        // that it would take in `on_idle`.
+        core < self.0.len() && self.0.has_work(core)
     }
 }
 
@@ -92,6 +95,11 @@ pub trait StealExt {
     /// From a core of this runtime, runs `f` right here. A panic in `f`
     /// propagates to the caller with its original payload.
     ///
+    /// `f` may borrow from the caller: the caller waits until `f` has
+    /// finished (also when it panics) before it returns or resumes the
+    /// panic. A worker of a [`ThreadPool`](crate::ThreadPool) waits while
+    /// running its own pool's work; any other thread blocks.
+    ///
     /// From outside, the other cores are woken as `f` is sent, so that they
     /// are up and asking for work by the time `f`'s first joins can hand
     /// them some (on a virtual machine a sleeping core can take tens of
@@ -99,18 +107,19 @@ pub trait StealExt {
     /// sleep after their idle policy's spin.
     ///
     /// # Panics
-    /// If the runtime is shut down, or has another idle hook installed.
+    /// If the runtime is shut down before `f` runs, or has another idle
+    /// hook installed.
     fn install<R, F>(&self, f: F) -> R
     where
-        F: FnOnce() -> R + Send + 'static,
-        R: Send + 'static;
+        F: FnOnce() -> R + Send,
+        R: Send;
 }
 
 impl StealExt for Runtime {
     fn install<R, F>(&self, f: F) -> R
     where
-        F: FnOnce() -> R + Send + 'static,
-        R: Send + 'static,
+        F: FnOnce() -> R + Send,
+        R: Send,
     {
         if let Err(e) = attach(self) {
             panic!("manycore-steal: cannot attach the runtime: {e}");
@@ -127,16 +136,43 @@ impl StealExt for Runtime {
         for c in self.cores().iter().skip(1) {
             c.notify();
         }
-        let inv = self.core(0).call(move || {
-            attach_current_thread();
-            crate::raw::with_local(|l| l.last_poll.set(0));
-            panic::catch_unwind(AssertUnwindSafe(f))
-        });
-        match inv.wait() {
-            Ok(Ok(r)) => r,
-            Ok(Err(p)) => panic::resume_unwind(p),
-            Err(InvokeError::Panicked(m)) => panic!("{m}"),
-            Err(e) => panic!("manycore-steal: install failed: {e}"),
+        let mut failure = None;
+        let r = raw::run_elsewhere(
+            move || {
+                attach_current_thread();
+                raw::with_local(|l| l.last_poll.set(0));
+                f()
+            },
+            crate::thread_pool::waiter(),
+            |job| {
+                // The message holds the job through a handoff: if the
+                // runtime drops the message unrun, the job comes back here
+                // and is never run.
+                let h = raw::Handoff::new(job);
+                let h2 = h.clone();
+                let inv = self.core(0).call(move || h2.run());
+                match inv.wait() {
+                    Ok(()) => Ok(()),
+                    Err(e) => match h.take_back() {
+                        Some(job) => {
+                            failure = Some(e);
+                            Err(job)
+                        }
+                        // Taken to run: it sets its latch when done.
+                        None => Ok(()),
+                    },
+                }
+            },
+            crate::thread_pool::wait,
+        );
+        match r {
+            Some(Ok(r)) => r,
+            Some(Err(p)) => panic::resume_unwind(p),
+            None => match failure {
+                Some(InvokeError::Panicked(m)) => panic!("{m}"),
+                Some(e) => panic!("manycore-steal: install failed: {e}"),
+                None => panic!("manycore-steal: install failed"),
+            },
         }
     }
 }

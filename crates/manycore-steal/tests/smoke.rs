@@ -8,8 +8,10 @@ use manycore_steal::{join, scope, with_ctx, ThreadPool};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 #[test]
-fn join_outside_any_pool_is_sequential() {
+fn join_outside_any_pool_uses_the_global_pool() {
     assert_eq!(fib(15), 610);
+    let (i, j) = join(manycore_steal::current_thread_index, || 0);
+    assert!(i.is_some() && j == 0, "ran on a worker of the global pool");
     assert_eq!(with_ctx(|s| fib_ctx(s, 15)), 610);
     let mut v = [0u32; 2];
     let (l, r) = v.split_at_mut(1);

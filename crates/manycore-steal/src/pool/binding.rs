@@ -53,6 +53,7 @@ pub(crate) fn unbind() -> Option<(Arc<Pool>, usize)> {
 }
 
 /// Restores a binding returned by [`unbind`].
+#[cfg(feature = "internals")]
 pub(crate) fn rebind(prev: Option<(Arc<Pool>, usize)>) {
     BOUND.with(|b| drop(b.set(prev)));
 }

@@ -27,24 +27,31 @@ mod demand;
 mod heartbeat;
 mod poll_gap;
 mod promotion;
+mod queues;
 mod stats;
 mod steering;
 mod wait;
 
-pub(crate) use binding::{bind, current, rebind, unbind};
+#[cfg(feature = "internals")]
+pub(crate) use binding::rebind;
+pub(crate) use binding::{bind, current, unbind};
 pub(crate) use demand::mark_hungry;
 pub(crate) use heartbeat::tick;
 pub use heartbeat::{max_sequential, set_max_sequential, DEFAULT_MAX_SEQUENTIAL, HEARTBEAT_PERIOD};
 #[cfg(feature = "internals")]
 pub use poll_gap::{max_poll_gap, measure_poll_gaps};
 pub(crate) use promotion::serve_if_hungry;
+pub(crate) use queues::{push_broadcast, push_spawn, push_spawn_fifo, worker_of, Work};
 pub use stats::StealStats;
-pub(crate) use wait::wait_stolen;
+pub(crate) use wait::{wait_stolen, wait_until};
 
-use crate::raw::{self, Local, Mailbox, Stolen};
+use crate::raw::{self, FifoQueue, JobRef, Local, Mailbox, Stolen};
 use demand::Demand;
-use manycore_sync::{Arc, CachePadded, EventCount};
+use manycore_sync::atomic::{AtomicBool, AtomicUsize};
+use manycore_sync::{Arc, CachePadded, EventCount, Mutex};
 use stats::Counters;
+use std::any::Any;
+use std::collections::VecDeque;
 use std::time::Duration;
 use steering::Steer;
 
@@ -77,7 +84,21 @@ pub(crate) struct WorkerShared {
     /// This worker's counters, written by it alone (a victim counts its own
     /// promotions and reclaims on its own line, not on one all share).
     counters: Counters,
+    /// Jobs spawned by this worker (`queues`): it pops the back, thieves
+    /// the front.
+    deque: Mutex<VecDeque<JobRef>>,
+    /// The real jobs behind this worker's `spawn_fifo` indirections.
+    fifo: Arc<FifoQueue>,
+    /// Jobs for this worker alone (`broadcast`).
+    broadcasts: Mutex<VecDeque<JobRef>>,
+    /// How many jobs `broadcasts` holds (counted under its lock): one load
+    /// tells the worker whether to look.
+    bcast_queued: AtomicUsize,
 }
+
+/// Called with the payload of a panic in a `'static` spawned job.
+/// (Std's `Arc`: loom's cannot hold unsized values.)
+pub(crate) type PanicHandler = std::sync::Arc<dyn Fn(Box<dyn Any + Send>) + Send + Sync>;
 
 /// The workers of one runtime (or built-in pool) that steal from each other.
 pub(crate) struct Pool {
@@ -89,6 +110,17 @@ pub(crate) struct Pool {
     spin: Duration,
     /// This pool's own `MAX_SEQUENTIAL` (0: the process-wide setting).
     max_sequential: u32,
+    /// Jobs from threads that are no workers of the pool (FIFO).
+    injector: Mutex<VecDeque<JobRef>>,
+    /// Jobs on the deques and the injector (at least as many as a taker can
+    /// find: counted under the queue's lock); one load tells an idle worker
+    /// whether to look.
+    queued: CachePadded<AtomicUsize>,
+    /// Set when the pool's handle is dropped: idle workers exit once no
+    /// queued work is left.
+    stop: AtomicBool,
+    /// Called with a `'static` spawn's panic; none: the process aborts.
+    pub(crate) panic_handler: Option<PanicHandler>,
 }
 
 impl std::fmt::Debug for Pool {
@@ -114,6 +146,10 @@ impl Pool {
             host,
             spin,
             max_sequential: 0,
+            injector: Mutex::new(VecDeque::new()),
+            queued: CachePadded::new(AtomicUsize::new(0)),
+            stop: AtomicBool::new(false),
+            panic_handler: None,
         }
     }
 
@@ -127,7 +163,7 @@ impl Pool {
 
     /// Wakes worker `i` wherever it sleeps: in `wait_stolen` (its event count)
     /// or in its scheduler's idle loop (the host's doorbell).
-    fn wake(&self, i: usize) {
+    pub(crate) fn wake(&self, i: usize) {
         self.workers[i].ec.notify_one();
         self.host.notify(i);
     }
@@ -148,9 +184,8 @@ impl Pool {
         bind(this, me);
         let this: &Self = this;
         raw::with_local(|local| {
-            if let Some(job) = this.take_job(me) {
-                local.last_poll.set(0);
-                this.run_job(job, local);
+            if let Some(work) = this.find_work(me) {
+                this.run_work(me, work, local);
                 true
             } else {
                 this.register(me);

@@ -45,6 +45,18 @@ pub(crate) fn wait_stolen(local: &Local, job: &JobHeader, thief: usize) -> bool 
         let mut quiet = SpinBudget::new(QUIET_WAIT);
         while !raw::is_done(job) && quiet.spin() {}
     }
+    wait_until(local, &|| raw::is_done(job));
+    local.backoff.set(1);
+    true
+}
+
+/// Worker `local` waits until `done()`: it runs work it finds meanwhile
+/// (frames handed to it, spawned, injected and broadcast jobs), asks for
+/// work, spins a little, polls messages and sleeps on its event count (each
+/// sleep bounded), until `done()`. Whoever makes `done()` true rings the
+/// worker's event count after (`Pool::wake`).
+pub(crate) fn wait_until(local: &Local, done: &dyn Fn() -> bool) {
+    let (pool, me) = local.pool().expect("a waiting worker is bound");
     let ec = &pool.workers[me].ec;
     let mut spin = SpinBudget::new(if cfg!(loom) {
         Duration::ZERO
@@ -52,12 +64,13 @@ pub(crate) fn wait_stolen(local: &Local, job: &JobHeader, thief: usize) -> bool 
         pool.spin
     });
     loop {
-        if raw::is_done(job) {
+        if done() {
             break;
         }
-        // Help: run what a victim (usually the thief itself) hands us.
-        if let Some(j) = pool.take_job(me) {
-            pool.run_job(j, local);
+        // Help: run what a victim (usually the thief itself) hands us, or
+        // queued jobs.
+        if let Some(w) = pool.find_work(me) {
+            pool.run_work(me, w, local);
             spin.reset();
             continue;
         }
@@ -67,7 +80,7 @@ pub(crate) fn wait_stolen(local: &Local, job: &JobHeader, thief: usize) -> bool 
         }
         poll_host(pool, local);
         let key = ec.prepare_wait();
-        if raw::is_done(job) || pool.has_job(me) {
+        if done() || pool.has_work(me) {
             ec.cancel_wait();
             continue;
         }
@@ -83,6 +96,4 @@ pub(crate) fn wait_stolen(local: &Local, job: &JobHeader, thief: usize) -> bool 
     if let Some(j) = pool.withdraw(me) {
         pool.run_job(j, local);
     }
-    local.backoff.set(1);
-    true
 }

@@ -14,14 +14,16 @@ use std::ptr;
 pub(crate) struct Local {
     /// Newest recorded frame on this thread's stack (null: none). Set by a
     /// recorded join to its frame while `a` runs and restored to the frame's
-    /// `prev` after (also when `a` unwinds); hidden (saved, nulled, put
-    /// back) by `ThreadPool::install` around a foreign pool's work.
+    /// `prev` after (also when `a` unwinds). All its frames belong to the
+    /// pool the thread works for: `install` runs on the target pool's own
+    /// workers.
     pub(crate) head: Cell<*const JobHeader>,
     /// Depth of the plain `join` running on this thread, saturated at
     /// `LATENT_WINDOW` so that joins below it only read it (0: the root of a
     /// tree). Set one deeper by a recorded join's `DepthGuard`; saved and
     /// reset to 0 around a stolen piece (`Pool::run_job`), around messages
-    /// polled at a heartbeat (`poll_host`) and by `ThreadPool::install`.
+    /// polled at a heartbeat (`poll_host`) and around a queued job
+    /// (`Pool::run_work`).
     /// `Ctx` carries its own depth by value instead.
     pub(crate) depth: Cell<u32>,
     /// Joins left until the next tick: counted down by every join, re-armed

@@ -2,7 +2,10 @@
 //! (`frame`), the per-thread chain of recorded frames, MuSE's on-stack
 //! contexts linked through the stack (`local`, `join`), promotion of the
 //! oldest latent frame, the mailbox that publishes it (`mailbox`), running
-//! it on a thief, and the unrecorded join's unwinding guard (`unrecorded`).
+//! it on a thief, and the unrecorded join's unwinding guard (`unrecorded`);
+//! jobs that live outside a join's frame (`job`: heap jobs, stack jobs run
+//! by another thread while their owner waits, latches) and Rayon's scopes
+//! (`scope`), whose spawned closures borrow from the scope's owner.
 //! `README.md` in `src/` describes the protocol.
 //!
 //! Invariants the `SAFETY` comments below rely on:
@@ -32,17 +35,30 @@
 //!   a `&Pool` taken from `Local::pool` (`ThreadPool::install`, the
 //!   promotion probe), the replaced `Arc` is kept until it is put back, so
 //!   the pool outlives the borrow.
+//! * **S (stack jobs and scopes).** A stack job's owner does not leave
+//!   `run_elsewhere` (nor unwind out of it: it aborts) before the job's
+//!   latch is set, unless the job's `JobRef` came back unexecuted; a scope
+//!   does not end before its count of unfinished work reached zero. The one
+//!   that sets a latch copies what it needs to wake the waiter before the
+//!   waiter can see it set, and touches it no more.
 
 mod frame;
+mod job;
 mod join;
 mod local;
 mod mailbox;
+mod scope;
 mod unrecorded;
 
 pub(crate) use frame::{
     is_done, is_started, oldest_latent, promote, run_stolen, unpromote, JobHeader,
 };
+#[cfg(not(loom))]
+pub(crate) use job::Handoff;
+pub(crate) use job::{heap_job, run_all_elsewhere, run_elsewhere, FifoQueue, JobRef, Waiter};
 pub(crate) use join::join;
 pub(crate) use local::{set_pool, with_local, with_local_flat, DepthGuard, Local};
 pub(crate) use mailbox::{Mailbox, Stolen, EMPTY, HUNGRY};
+pub(crate) use scope::{run_scope, run_scope_fifo};
+pub use scope::{Scope, ScopeFifo};
 pub(crate) use unrecorded::join_unrecorded;
