@@ -1,0 +1,172 @@
+//! The livelock curve's third design: a tokio task per event. The same
+//! device as `manycore_flow::experiments::livelock` (a pipe a generator
+//! writes 8-byte events into at the offered rate, in bursts every 100 µs,
+//! non-blocking: an event that does not fit is dropped at the device) and
+//! the same work per event (the same spin loop, calibrated here); a
+//! dispatcher thread reads the pipe (blocking reads of up to 64 events)
+//! and spawns a task per event on a multi-thread tokio runtime, which
+//! does the event's work. Every event is taken in, as in the
+//! thread-per-event design, but a task costs no thread of its own.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// One point of the tokio design (the fields of the experiment's
+/// `LivelockPoint` that the bench records).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Point {
+    /// Events offered during the period.
+    pub offered: u64,
+    /// Events the device took.
+    pub accepted: u64,
+    /// Events whose work completed within the period.
+    pub completed: u64,
+}
+
+/// Events one read takes at most (as in the experiment).
+const BATCH: usize = 64;
+
+/// The experiment's unit of work: about `iters` steps of a spin loop,
+/// giving up if `stop` is set (checked every 4096 steps); true if done.
+fn work(iters: u64, stop: &AtomicBool) -> bool {
+    let mut acc = 0u64;
+    for i in 0..iters {
+        acc = std::hint::black_box(acc.wrapping_mul(6364136223846793005).wrapping_add(i));
+        if i % 4096 == 0 && stop.load(Ordering::Relaxed) {
+            return false;
+        }
+    }
+    std::hint::black_box(acc);
+    true
+}
+
+/// Steps of [`work`] per `d`, measured here (a few milliseconds): the
+/// fastest of five probes, so that a probe slowed by another thread (which
+/// would make every event's work shorter than `d`) does not count.
+fn calibrate(d: Duration) -> u64 {
+    let stop = AtomicBool::new(false);
+    let probe = 200_000u64;
+    let per = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            work(probe, &stop);
+            t.elapsed().as_nanos().max(1) as f64 / probe as f64
+        })
+        .fold(f64::INFINITY, f64::min);
+    (d.as_nanos() as f64 / per).max(1.0) as u64
+}
+
+/// Sets `O_NONBLOCK` on `f`.
+fn set_nonblocking(f: &File) -> std::io::Result<()> {
+    let fd = f.as_raw_fd();
+    // SAFETY: fcntl on an fd `f` keeps open for the call; F_GETFL and
+    // F_SETFL take no pointers.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: as above.
+    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Writes events at `rate` until `until`, in bursts every 100 µs; returns
+/// (offered, accepted). The experiment's generator.
+fn generate(tx: &mut File, rate: u64, until: Instant) -> (u64, u64) {
+    let start = Instant::now();
+    let (mut offered, mut accepted) = (0u64, 0u64);
+    let mut buf = Vec::new();
+    loop {
+        let now = Instant::now();
+        if now >= until {
+            return (offered, accepted);
+        }
+        let due = (now - start).as_secs_f64() * rate as f64;
+        let n = (due as u64).saturating_sub(offered).min(8192);
+        if n > 0 {
+            buf.clear();
+            for k in 0..n {
+                buf.extend_from_slice(&(offered + k).to_le_bytes());
+            }
+            offered += n;
+            if let Ok(w) = tx.write(&buf) {
+                accepted += (w / 8) as u64;
+            }
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
+/// Offers `rate` events per second, each asking for `work_per_event`, to
+/// a tokio runtime of `workers` workers for `period`; counts the work
+/// completed within the period.
+pub fn livelock_tokio(
+    rate: u64,
+    work_per_event: Duration,
+    period: Duration,
+    workers: usize,
+) -> Result<Point, String> {
+    let iters = calibrate(work_per_event);
+    let (rx, tx) = manycore_flow::pipe().map_err(|e| format!("pipe: {e}"))?;
+    let (mut rx, mut tx) = (File::from(rx), File::from(tx));
+    set_nonblocking(&tx).map_err(|e| format!("O_NONBLOCK: {e}"))?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers.max(1))
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let completed = Arc::new(AtomicU64::new(0));
+    let handle = rt.handle().clone();
+    let (s, k) = (stop.clone(), completed.clone());
+    let dispatcher = std::thread::Builder::new()
+        .name("flow-bench-dispatch".into())
+        .spawn(move || {
+            let mut buf = [0u8; 8 * BATCH];
+            // Blocking reads; the generator's end closing ends them.
+            while let Ok(n) = rx.read(&mut buf) {
+                if n == 0 || s.load(Ordering::Relaxed) {
+                    break;
+                }
+                for _ in 0..n / 8 {
+                    let (s2, k2) = (s.clone(), k.clone());
+                    handle.spawn(async move {
+                        if work(iters, &s2) && !s2.load(Ordering::Relaxed) {
+                            k2.fetch_add(1, Ordering::Relaxed);
+                        }
+                    });
+                }
+            }
+        })
+        .map_err(|e| format!("dispatcher thread: {e}"))?;
+    let (offered, accepted) = generate(&mut tx, rate, Instant::now() + period);
+    stop.store(true, Ordering::Relaxed);
+    let done = completed.load(Ordering::Relaxed);
+    drop(tx);
+    let _ = dispatcher.join();
+    // Queued tasks see `stop` at their first step.
+    rt.shutdown_timeout(Duration::from_secs(10));
+    Ok(Point {
+        offered,
+        accepted,
+        completed: done,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_light_load_is_all_done() {
+        let p = livelock_tokio(2000, Duration::from_micros(10), Duration::from_millis(50), 2)
+            .unwrap();
+        assert!(p.offered > 0 && p.accepted <= p.offered, "{p:?}");
+        assert!(p.completed <= p.accepted, "{p:?}");
+    }
+}
