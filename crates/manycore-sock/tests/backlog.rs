@@ -5,9 +5,8 @@
 //! and every one of them is accepted. The test binary re-executes itself as
 //! the connectors.
 //!
-//! The hooks exist only with the `internals` feature (on in a workspace
-//! build, where manycore-cli enables it; alone:
-//! `cargo test -p manycore-sock --features internals --test backlog`).
+//! The hooks exist only with the `internals` feature, which the crate's
+//! dev-dependency on itself turns on for every `cargo test -p manycore-sock`.
 mod common;
 use common::*;
 use manycore_sock::{Config, ShmListener, ShmStream};
@@ -110,7 +109,6 @@ fn full_backlog_accepted(ns: &TestNs, l: &ShmListener) {
 }
 
 #[test]
-#[cfg_attr(not(feature = "internals"), ignore = "needs the internals feature")]
 fn connector_killed_in_the_queue() {
     let ns = TestNs::new();
     let l = listener(&ns);
@@ -123,7 +121,6 @@ fn connector_killed_in_the_queue() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "internals"), ignore = "needs the internals feature")]
 fn connector_killed_while_pending() {
     let ns = TestNs::new();
     let l = listener(&ns);

@@ -7,21 +7,44 @@
 //!
 //! Process pairs re-execute the current binary as `manycore __sock-peer ...`
 //! ([`peer_main`]). Every measurement is bounded in time; figures are medians
-//! over repetitions (p99 over all samples).
+//! over repetitions (p99 over all samples). The rows of one case group (a
+//! message size, or streaming, between threads or between processes) run
+//! interleaved: repetition by repetition, each on a fresh connection and
+//! peer, in an order that rotates from one repetition to the next, so that
+//! a change of load on the shared machine reaches every row alike.
+//!
+//! Records (case × impl, metrics):
+//!
+//! * `rtt-{64B,1KiB,64KiB}-{threads,procs}` × `manycore-sock-{spin,hybrid,sleep}`,
+//!   `unix`, `tcp`: `median`, `p99` (us);
+//! * `stream-1MiB-{threads,procs}` × the same and `manycore-sock-hybrid-256KiB`:
+//!   `throughput` (MiB/s);
+//! * `rtt-64B-procs-async` × `tokio-unix`, `manycore-sock-tokio`: `median`,
+//!   `p99` (us); `stream-1MiB-procs-async` × the same: `throughput` (MiB/s).
+//!   Both ends on a current-thread tokio runtime of their own process:
+//!   tokio's `UnixStream` against manycore-sock's `AsyncShmStream` (default
+//!   wait mode, 256 KiB buffers for round trips, 1 MiB for streams);
+//!   interleaved with the blocking rows of `rtt-64B-procs` and
+//!   `stream-1MiB-procs`;
+//! * `table1-clients-N` × `manycore-sock-hybrid`: `throughput` (MiB/s),
+//!   `chunk` (B).
 
-use crate::bench::{Bench, Opt, Options};
+use crate::bench::{find, ratio, Bench, Cmp, Opt, Options, Target};
 use crate::progress::Progress;
 use crate::record::Record;
 use crate::stats::{median, p99};
 use manycore_sock::{
-    set_client_config, Config, Namespace, ShmListener, ShmStream, SockAddr, WaitMode,
+    set_client_config, AsyncShmStream, Config, Namespace, ShmListener, ShmStream, SockAddr,
+    WaitMode,
 };
+use std::future::Future;
 use std::io::{self, BufRead, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// `manycore bench sock`.
 pub const BENCH: Bench = Bench {
@@ -30,9 +53,13 @@ pub const BENCH: Bench = Bench {
     title: "Sockets over shared memory (rckSock)",
     method: "Round trips (`rtt`, 64 B to 64 KiB) and 1 MiB streaming between two processes \
              and two threads, manycore-sock (spin, hybrid, sleep) against Unix domain sockets \
-             and TCP loopback; each round-trip case runs --reps repetitions of 2 x --secs / \
-             --reps seconds (median of the repetitions' medians, p99 over all samples), each \
-             stream moves 256 MiB (32 MiB with --quick) --reps times (median throughput). \
+             and TCP loopback; and between two processes on tokio (cases `-async`: a \
+             current-thread runtime in each process, manycore-sock's `AsyncShmStream` against \
+             tokio's `UnixStream`, 64 B round trips and 1 MiB streaming). The rows of a case \
+             run interleaved, one repetition of each in turn (rotating order), each repetition \
+             on a fresh connection and peer. A round-trip repetition lasts 2 x --secs / --reps \
+             seconds (median of the repetitions' medians, p99 over all samples), a stream \
+             repetition moves 256 MiB (32 MiB with --quick) (median throughput). \
              Table 1: one client's throughput as the server's 8 KiB buffer is split among \
              more connections (chunk size per row), after Table 1 of \"A Lightweight and \
              Resource-aware Socket Emulation Layer for the Intel SCC Processor\".",
@@ -58,9 +85,17 @@ pub const BENCH: Bench = Bench {
     ],
     expected_secs,
     run,
+    targets,
+    notes,
     peer: Some(peer_main),
     ..Bench::DEFAULT
 };
+
+/// The async cases and their impls (see the module docs).
+const RTT_ASYNC: &str = "rtt-64B-procs-async";
+const STREAM_ASYNC: &str = "stream-1MiB-procs-async";
+const TOKIO_UNIX: &str = "tokio-unix";
+const SOCK_TOKIO: &str = "manycore-sock-tokio";
 
 /// The parts of the bench `--only` chooses from.
 const PARTS: [&str; 3] = ["rtt", "stream", "table1"];
@@ -98,21 +133,79 @@ fn stream_bytes(o: &Options) -> usize {
     }
 }
 
-/// Round-trip cases take 2 x their seconds and 10 ms to set up, streams move
-/// their bytes at about 2 GiB/s, Table 1 rows take 3 repetitions and 20 ms
-/// to set up.
+/// Round-trip rows (30 blocking, 2 async) take 2 x their seconds and 10 ms
+/// per repetition to set up, stream rows (12 and 2) move their bytes at
+/// about 2 GiB/s, Table 1 rows take 3 repetitions and 20 ms to set up.
 fn expected_secs(o: &Options) -> f64 {
     let mut t = 0.0;
+    let setups = 0.01 * o.reps as f64;
     if wanted(o, "rtt") {
-        t += 30.0 * (2.0 * rtt_secs(o) + 0.01);
+        t += 32.0 * (2.0 * rtt_secs(o) + setups);
     }
     if wanted(o, "stream") {
-        t += 12.0 * (stream_bytes(o) as f64 * o.reps as f64 / (2u64 << 30) as f64 + 0.01);
+        t += 14.0 * (stream_bytes(o) as f64 * o.reps as f64 / (2u64 << 30) as f64 + setups);
     }
     if wanted(o, "table1") {
         t += 8.0 * (3.0 * table1_secs(o) + 0.02);
     }
     t
+}
+
+/// The targets: the async rows' ratios, measured in the same run.
+fn targets(recs: &[Record]) -> Vec<Target> {
+    let ran = |prefix: &str| recs.iter().any(|r| r.case.starts_with(prefix));
+    let mut v = Vec::new();
+    if ran("rtt-") {
+        let rtt = |imp, metric| find(recs, RTT_ASYNC, imp, metric);
+        let mut t = Target::new(
+            "manycore-sock-tokio / tokio-unix, 64 B round trip (procs, median)",
+            ratio(rtt(SOCK_TOKIO, "median"), rtt(TOKIO_UNIX, "median")),
+            "x",
+            Cmp::AtMost,
+            0.5,
+        );
+        if let Some(r) = ratio(rtt(SOCK_TOKIO, "p99"), rtt(TOKIO_UNIX, "p99")) {
+            t.note = format!(" (p99: {r:.2}x)");
+        }
+        v.push(t);
+    }
+    if ran("stream-") {
+        let st = |imp| find(recs, STREAM_ASYNC, imp, "throughput");
+        v.push(Target::new(
+            "manycore-sock-tokio / tokio-unix, 1 MiB streaming (procs)",
+            ratio(st(SOCK_TOKIO), st(TOKIO_UNIX)),
+            "x",
+            Cmp::AtLeast,
+            2.0,
+        ));
+    }
+    v
+}
+
+/// What tokio costs each transport: the async rows against their blocking
+/// counterparts of the same run.
+fn notes(recs: &[Record]) -> String {
+    let mut s = String::new();
+    let pairs = [
+        ("rtt-64B-procs", RTT_ASYNC, "median", "64 B round trip"),
+        ("stream-1MiB-procs", STREAM_ASYNC, "throughput", "1 MiB streaming"),
+    ];
+    for (case, acase, metric, what) in pairs {
+        let sock = ratio(
+            find(recs, acase, SOCK_TOKIO, metric),
+            find(recs, case, "manycore-sock-hybrid", metric),
+        );
+        let unix = ratio(
+            find(recs, acase, TOKIO_UNIX, metric),
+            find(recs, case, "unix", metric),
+        );
+        if let (Some(a), Some(b)) = (sock, unix) {
+            s.push_str(&format!(
+                "- tokio / blocking, {what} (procs): manycore-sock {a:.2}x, unix {b:.2}x\n"
+            ));
+        }
+    }
+    s
 }
 
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
@@ -150,6 +243,18 @@ fn echo<S: Read + Write>(mut s: S, size: usize) -> io::Result<()> {
     }
 }
 
+/// [`echo`] on tokio.
+async fn echo_async<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, size: usize) -> io::Result<()> {
+    let mut buf = vec![0u8; size];
+    loop {
+        match s.read_exact(&mut buf).await {
+            Ok(_) => s.write_all(&buf).await?,
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 /// Reads everything, acknowledging each `total` bytes with one byte.
 fn sink<S: Read + Write>(mut s: S, total: usize) -> io::Result<()> {
     let mut buf = vec![0u8; 1 << 20];
@@ -167,55 +272,128 @@ fn sink<S: Read + Write>(mut s: S, total: usize) -> io::Result<()> {
     }
 }
 
-/// Ping-pong: `reps` repetitions of up to `secs` each. Returns (median of
-/// the repetitions' medians, p99 over all samples) in microseconds.
-fn pingpong<S: Read + Write>(
-    s: &mut S,
-    size: usize,
-    secs: f64,
-    reps: usize,
-) -> io::Result<(f64, f64)> {
+/// [`sink`] on tokio.
+async fn sink_async<S: AsyncRead + AsyncWrite + Unpin>(mut s: S, total: usize) -> io::Result<()> {
+    let mut buf = vec![0u8; 1 << 20];
+    let mut got = 0usize;
+    loop {
+        let n = s.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        got += n;
+        while got >= total {
+            got -= total;
+            s.write_all(&[1]).await?;
+        }
+    }
+}
+
+/// Round trips to break in a connection before a ping-pong is timed.
+const WARM_UP: usize = 20;
+
+/// One ping-pong repetition: round trips of `size` bytes for up to `secs`
+/// (at least 5, at most 200,000), after a warm-up. Returns each round
+/// trip's time in microseconds.
+fn pingpong<S: Read + Write>(s: &mut S, size: usize, secs: f64) -> io::Result<Vec<f64>> {
     let mut buf = vec![0x5au8; size];
-    for _ in 0..20 {
+    for _ in 0..WARM_UP {
         s.write_all(&buf)?;
         s.read_exact(&mut buf)?;
     }
-    let mut meds = Vec::new();
-    let mut all = Vec::new();
-    for _ in 0..reps {
-        let mut v = Vec::new();
-        let end = Instant::now() + Duration::from_secs_f64(secs);
-        while v.len() < 5 || (Instant::now() < end && v.len() < 200_000) {
-            let t = Instant::now();
-            s.write_all(&buf)?;
-            s.read_exact(&mut buf)?;
-            v.push(t.elapsed().as_secs_f64() * 1e6);
-        }
-        all.extend_from_slice(&v);
-        meds.extend(median(&v));
+    let mut v = Vec::new();
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    while v.len() < 5 || (Instant::now() < end && v.len() < 200_000) {
+        let t = Instant::now();
+        s.write_all(&buf)?;
+        s.read_exact(&mut buf)?;
+        v.push(t.elapsed().as_secs_f64() * 1e6);
     }
-    let nan = f64::NAN;
-    Ok((median(&meds).unwrap_or(nan), p99(&all).unwrap_or(nan)))
+    Ok(v)
 }
 
-/// Streams 1 MiB writes: per repetition `total` bytes, waits for the sink's
-/// acknowledgement. Returns the median throughput in MiB/s.
-fn stream<S: Read + Write>(s: &mut S, total: usize, reps: usize) -> io::Result<f64> {
+/// [`pingpong`] on tokio.
+async fn pingpong_async<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    size: usize,
+    secs: f64,
+) -> io::Result<Vec<f64>> {
+    let mut buf = vec![0x5au8; size];
+    for _ in 0..WARM_UP {
+        s.write_all(&buf).await?;
+        s.read_exact(&mut buf).await?;
+    }
+    let mut v = Vec::new();
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    while v.len() < 5 || (Instant::now() < end && v.len() < 200_000) {
+        let t = Instant::now();
+        s.write_all(&buf).await?;
+        s.read_exact(&mut buf).await?;
+        v.push(t.elapsed().as_secs_f64() * 1e6);
+    }
+    Ok(v)
+}
+
+/// (median of the repetitions' medians, p99 over all samples) of ping-pong
+/// repetitions.
+fn summarize(reps: &[Vec<f64>]) -> (f64, f64) {
+    let meds: Vec<f64> = reps.iter().filter_map(|v| median(v)).collect();
+    let all: Vec<f64> = reps.concat();
+    let nan = f64::NAN;
+    (median(&meds).unwrap_or(nan), p99(&all).unwrap_or(nan))
+}
+
+/// One stream repetition: 1 MiB writes, `total` bytes, then the sink's
+/// acknowledgement. Returns the throughput in MiB/s.
+fn stream<S: Read + Write>(s: &mut S, total: usize) -> io::Result<f64> {
     let buf = vec![0xa5u8; 1 << 20];
     let mut ack = [0u8; 1];
-    let mut v = Vec::new();
-    for _ in 0..reps {
-        let t = Instant::now();
-        let mut sent = 0;
-        while sent < total {
-            let n = (total - sent).min(buf.len());
-            s.write_all(&buf[..n])?;
-            sent += n;
-        }
-        s.read_exact(&mut ack)?;
-        v.push(total as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64());
+    let t = Instant::now();
+    let mut sent = 0;
+    while sent < total {
+        let n = (total - sent).min(buf.len());
+        s.write_all(&buf[..n])?;
+        sent += n;
     }
-    Ok(median(&v).unwrap_or(f64::NAN))
+    s.read_exact(&mut ack)?;
+    Ok(total as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64())
+}
+
+/// [`stream`] on tokio.
+async fn stream_async<S: AsyncRead + AsyncWrite + Unpin>(s: &mut S, total: usize) -> io::Result<f64> {
+    let buf = vec![0xa5u8; 1 << 20];
+    let mut ack = [0u8; 1];
+    let t = Instant::now();
+    let mut sent = 0;
+    while sent < total {
+        let n = (total - sent).min(buf.len());
+        s.write_all(&buf[..n]).await?;
+        sent += n;
+    }
+    s.read_exact(&mut ack).await?;
+    Ok(total as f64 / (1 << 20) as f64 / t.elapsed().as_secs_f64())
+}
+
+/// A current-thread tokio runtime (I/O, and timers when `time`).
+fn runtime(time: bool) -> io::Result<tokio::runtime::Runtime> {
+    let mut b = tokio::runtime::Builder::new_current_thread();
+    b.enable_io();
+    if time {
+        b.enable_time();
+    }
+    b.build()
+}
+
+/// Runs `f` on a fresh current-thread runtime, giving up after `bound`.
+fn on_tokio<T>(bound: Duration, f: impl Future<Output = io::Result<T>>) -> io::Result<T> {
+    runtime(true)?.block_on(async {
+        tokio::time::timeout(bound, f).await.unwrap_or_else(|_| {
+            Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("no result after {bound:?}"),
+            ))
+        })
+    })
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -223,6 +401,10 @@ enum Kind {
     Sock(&'static str),
     Unix,
     Tcp,
+    /// `AsyncShmStream` on tokio (default wait mode).
+    SockTokio,
+    /// tokio's `UnixStream`.
+    TokioUnix,
 }
 
 impl Kind {
@@ -231,6 +413,8 @@ impl Kind {
             Kind::Sock(m) => format!("manycore-sock-{m}"),
             Kind::Unix => "unix".into(),
             Kind::Tcp => "tcp".into(),
+            Kind::SockTokio => SOCK_TOKIO.into(),
+            Kind::TokioUnix => TOKIO_UNIX.into(),
         }
     }
 }
@@ -239,6 +423,13 @@ impl Kind {
 trait Stream: Read + Write + Send {}
 impl<S: Read + Write + Send> Stream for S {}
 type Conn = Box<dyn Stream>;
+
+/// The measuring end of a pair: blocking, or one a tokio row wraps.
+enum End {
+    Sync(Conn),
+    Shm(ShmStream),
+    Unix(UnixStream),
+}
 
 /// Whatever runs the other end of a pair.
 enum Other {
@@ -286,7 +477,8 @@ static PORT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(10
 /// end ([`peer`], in a thread or, with `procs`, in a peer process) as
 /// `role` "echo" (with `arg` = message size) or "sink" (with `arg` = bytes
 /// per acknowledgement), and accepts it; `buffer` is the manycore-sock
-/// buffer size.
+/// buffer size. The tokio kinds' peers run `role` on tokio ("async-" before
+/// their role) and their measuring end comes back unwrapped.
 fn setup(
     buffer: usize,
     kind: Kind,
@@ -294,8 +486,8 @@ fn setup(
     role: &'static str,
     arg: usize,
     ns: &Namespace,
-    dir: &std::path::Path,
-) -> io::Result<(Conn, Other)> {
+    dir: &Path,
+) -> io::Result<(End, Other)> {
     let port = PORT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let start = |args: Vec<String>| -> io::Result<Other> {
         Ok(if procs {
@@ -305,40 +497,48 @@ fn setup(
         })
     };
     let (arg, dir) = (arg.to_string(), dir.display().to_string());
+    let tokio = matches!(kind, Kind::SockTokio | Kind::TokioUnix);
+    let role = |transport: &str| match tokio {
+        true => format!("async-{transport}-{role}"),
+        false => format!("{transport}-{role}"),
+    };
     match kind {
-        Kind::Sock(mode) => {
-            let wait_mode = mode_of(mode);
+        Kind::Sock(_) | Kind::SockTokio => {
+            let mode = match kind {
+                Kind::Sock(m) => m,
+                _ => "hybrid",
+            };
             let config = Config {
-                wait_mode,
+                wait_mode: mode_of(mode),
                 buffer_size: buffer,
                 ..Config::default()
             };
             let l = ShmListener::bind_with(&ns.addr(port), config)?;
             l.set_accept_timeout(Some(IO_TIMEOUT))?;
-            let other = start(vec![format!("sock-{role}"), dir, port.to_string(), mode.into(), arg])?;
+            let other = start(vec![role("sock"), dir, port.to_string(), mode.into(), arg])?;
             let (s, _) = l.accept()?;
             s.set_read_timeout(Some(IO_TIMEOUT))?;
             s.set_write_timeout(Some(IO_TIMEOUT))?;
-            Ok((Box::new(s), other))
+            Ok((if tokio { End::Shm(s) } else { End::Sync(Box::new(s)) }, other))
         }
-        Kind::Unix => {
+        Kind::Unix | Kind::TokioUnix => {
             let path = PathBuf::from(dir).join(format!("unix-{port}"));
             let _ = std::fs::remove_file(&path);
             let l = UnixListener::bind(&path)?;
-            let other = start(vec![format!("unix-{role}"), path.display().to_string(), arg])?;
+            let other = start(vec![role("unix"), path.display().to_string(), arg])?;
             let (s, _) = l.accept()?;
             let _ = std::fs::remove_file(&path);
             s.set_read_timeout(Some(IO_TIMEOUT))?;
-            Ok((Box::new(s), other))
+            Ok((if tokio { End::Unix(s) } else { End::Sync(Box::new(s)) }, other))
         }
         Kind::Tcp => {
             let l = TcpListener::bind("127.0.0.1:0")?;
             let p = l.local_addr()?.port();
-            let other = start(vec![format!("tcp-{role}"), p.to_string(), arg])?;
+            let other = start(vec![role("tcp"), p.to_string(), arg])?;
             let (s, _) = l.accept()?;
             s.set_nodelay(true)?;
             s.set_read_timeout(Some(IO_TIMEOUT))?;
-            Ok((Box::new(s), other))
+            Ok((End::Sync(Box::new(s)), other))
         }
     }
 }
@@ -350,6 +550,112 @@ fn size_name(n: usize) -> String {
         format!("{}KiB", n >> 10)
     } else {
         format!("{n}B")
+    }
+}
+
+/// What one repetition of a row does.
+#[derive(Clone, Copy)]
+enum Work {
+    /// Ping-pong of `size`-byte messages for `secs`.
+    Rtt { size: usize, secs: f64 },
+    /// Streams `total` bytes.
+    Stream { total: usize },
+}
+
+/// One row of a case group: its record names, what it runs, and its
+/// figures so far (per repetition: round-trip times, or one throughput).
+struct Row {
+    case: String,
+    name: String,
+    kind: Kind,
+    buffer: usize,
+    reps: Vec<Vec<f64>>,
+    failed: bool,
+}
+
+impl Row {
+    fn new(case: &str, name: String, kind: Kind, buffer: usize) -> Self {
+        Row {
+            case: case.into(),
+            name,
+            kind,
+            buffer,
+            reps: Vec::new(),
+            failed: false,
+        }
+    }
+}
+
+/// One repetition of `row` on a fresh connection and peer.
+fn one_rep(row: &Row, work: Work, procs: bool, ns: &Namespace, dir: &Path) -> io::Result<Vec<f64>> {
+    let (role, arg) = match work {
+        Work::Rtt { size, .. } => ("echo", size),
+        Work::Stream { total } => ("sink", total),
+    };
+    // Bounds a tokio repetition (blocking ones time out per call).
+    let bound = match work {
+        Work::Rtt { secs, .. } => Duration::from_secs_f64(secs) + IO_TIMEOUT,
+        Work::Stream { .. } => 3 * IO_TIMEOUT,
+    };
+    async fn run_async<S: AsyncRead + AsyncWrite + Unpin>(
+        s: &mut S,
+        work: Work,
+    ) -> io::Result<Vec<f64>> {
+        match work {
+            Work::Rtt { size, secs } => pingpong_async(s, size, secs).await,
+            Work::Stream { total } => Ok(vec![stream_async(s, total).await?]),
+        }
+    }
+    let (end, other) = setup(row.buffer, row.kind, procs, role, arg, ns, dir)?;
+    let r = match end {
+        End::Sync(mut c) => {
+            let r = match work {
+                Work::Rtt { size, secs } => pingpong(&mut c, size, secs),
+                Work::Stream { total } => stream(&mut c, total).map(|t| vec![t]),
+            };
+            drop(c);
+            r
+        }
+        End::Shm(s) => on_tokio(bound, async move {
+            run_async(&mut AsyncShmStream::new(s)?, work).await
+        }),
+        End::Unix(s) => on_tokio(bound, async move {
+            s.set_nonblocking(true)?;
+            run_async(&mut tokio::net::UnixStream::from_std(s)?, work).await
+        }),
+    };
+    other.finish();
+    r
+}
+
+/// Runs the rows of one case group interleaved: `reps` rounds, each one
+/// repetition of every row, starting one row later each round. A row that
+/// fails is reported and left out from then on.
+fn run_group(
+    rows: &mut [Row],
+    work: Work,
+    procs: bool,
+    reps: usize,
+    ns: &Namespace,
+    dir: &Path,
+    progress: &Progress,
+) {
+    let n = rows.len();
+    for rep in 0..reps {
+        for i in 0..n {
+            let row = &mut rows[(i + rep) % n];
+            if row.failed {
+                continue;
+            }
+            progress.set_message(&format!("sock: {} {} ({}/{reps})", row.case, row.name, rep + 1));
+            match one_rep(row, work, procs, ns, dir) {
+                Ok(v) => row.reps.push(v),
+                Err(e) => {
+                    progress.println(&format!("sock bench: {} {}: {e}", row.case, row.name));
+                    row.failed = true;
+                }
+            }
+        }
     }
 }
 
@@ -365,7 +671,7 @@ fn run(opts: &Options, progress: &Progress) -> Vec<Record> {
         return out;
     }
     let reps = opts.reps.max(1);
-    let secs = rtt_secs(opts);
+    let secs = rtt_secs(opts) / reps as f64 * 2.0;
     // `--buffer`, or the case's own size.
     let buffer = |own: usize| {
         opts.get("--buffer")
@@ -379,54 +685,61 @@ fn run(opts: &Options, progress: &Progress) -> Vec<Record> {
         Kind::Unix,
         Kind::Tcp,
     ];
+    let tokio_kinds = [Kind::TokioUnix, Kind::SockTokio];
     let sizes: &[usize] = &[64, 1024, 64 << 10];
     for procs in [false, true] {
         let wher = if procs { "procs" } else { "threads" };
         for &size in sizes.iter().filter(|_| wanted(opts, "rtt")) {
-            for kind in kinds {
-                let case = format!("rtt-{}-{wher}", size_name(size));
-                progress.set_message(&format!("sock: {case} {}", kind.name()));
-                let r = setup(buffer(256 << 10), kind, procs, "echo", size, &ns, &dir).and_then(
-                    |(mut c, other)| {
-                        let r = pingpong(&mut c, size, secs / reps as f64 * 2.0, reps);
-                        drop(c);
-                        other.finish();
-                        r
-                    },
+            let case = format!("rtt-{}-{wher}", size_name(size));
+            let own = buffer(256 << 10);
+            let mut rows: Vec<Row> = kinds
+                .iter()
+                .map(|k| Row::new(&case, k.name(), *k, own))
+                .collect();
+            if procs && size == 64 {
+                rows.extend(
+                    tokio_kinds
+                        .iter()
+                        .map(|k| Row::new(RTT_ASYNC, k.name(), *k, own)),
                 );
-                match r {
-                    Ok((med, p99)) => {
-                        out.push(BENCH.record(&case, &kind.name(), "median", med, "us"));
-                        out.push(BENCH.record(&case, &kind.name(), "p99", p99, "us"));
-                    }
-                    Err(e) => progress.println(&format!("sock bench: {case} {}: {e}", kind.name())),
-                }
+            }
+            run_group(&mut rows, Work::Rtt { size, secs }, procs, reps, &ns, &dir, progress);
+            for r in rows.iter().filter(|r| !r.failed) {
+                let (med, p99) = summarize(&r.reps);
+                out.push(BENCH.record(&r.case, &r.name, "median", med, "us"));
+                out.push(BENCH.record(&r.case, &r.name, "p99", p99, "us"));
             }
         }
-        let total = stream_bytes(opts);
-        // manycore-sock streams with 1 MiB endpoint buffers (its socket buffer;
-        // "-256KiB" is the default size), Unix and TCP with their defaults.
-        let stream_cases = kinds
-            .into_iter()
-            .map(|k| (k, 1usize << 20, k.name()))
-            .chain([(
-                Kind::Sock("hybrid"),
-                256 << 10,
-                "manycore-sock-hybrid-256KiB".to_string(),
-            )]);
-        for (kind, own, name) in stream_cases.filter(|_| wanted(opts, "stream")) {
+        if wanted(opts, "stream") {
+            // manycore-sock streams with 1 MiB endpoint buffers (its socket
+            // buffer; "-256KiB" is the default size), Unix and TCP with
+            // their defaults.
             let case = format!("stream-1MiB-{wher}");
-            progress.set_message(&format!("sock: {case} {name}"));
-            let r =
-                setup(buffer(own), kind, procs, "sink", total, &ns, &dir).and_then(|(mut c, other)| {
-                    let r = stream(&mut c, total, reps);
-                    drop(c);
-                    other.finish();
-                    r
-                });
-            match r {
-                Ok(t) => out.push(BENCH.record(&case, &name, "throughput", t, "MiB/s")),
-                Err(e) => progress.println(&format!("sock bench: {case} {name}: {e}")),
+            let mut rows: Vec<Row> = kinds
+                .iter()
+                .map(|k| Row::new(&case, k.name(), *k, buffer(1 << 20)))
+                .collect();
+            rows.push(Row::new(
+                &case,
+                "manycore-sock-hybrid-256KiB".into(),
+                Kind::Sock("hybrid"),
+                buffer(256 << 10),
+            ));
+            if procs {
+                rows.extend(
+                    tokio_kinds
+                        .iter()
+                        .map(|k| Row::new(STREAM_ASYNC, k.name(), *k, buffer(1 << 20))),
+                );
+            }
+            let work = Work::Stream {
+                total: stream_bytes(opts),
+            };
+            run_group(&mut rows, work, procs, reps, &ns, &dir, progress);
+            for r in rows.iter().filter(|r| !r.failed) {
+                if let Some(t) = median(&r.reps.concat()) {
+                    out.push(BENCH.record(&r.case, &r.name, "throughput", t, "MiB/s"));
+                }
             }
         }
     }
@@ -453,7 +766,7 @@ fn table1_secs(o: &Options) -> f64 {
 /// rckSock Table 1: the server's 8 KiB buffer is split among 1..65 connections
 /// (filler clients in a peer process); the newest connection, which holds the
 /// smallest buddy, runs a ping-pong. Reports its throughput and chunk size.
-fn table1(opts: &Options, ns: &Namespace, dir: &std::path::Path) -> io::Result<Vec<Record>> {
+fn table1(opts: &Options, ns: &Namespace, dir: &Path) -> io::Result<Vec<Record>> {
     let mut out = Vec::new();
     let port = PORT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let addr = ns.addr(port);
@@ -497,7 +810,10 @@ fn table1(opts: &Options, ns: &Namespace, dir: &std::path::Path) -> io::Result<V
             let client = std::thread::spawn(move || -> io::Result<(f64, f64)> {
                 let mut s = ShmStream::connect_timeout(&a, IO_TIMEOUT)?;
                 s.set_read_timeout(Some(IO_TIMEOUT))?;
-                pingpong(&mut s, msg, secs, reps)
+                let v = (0..reps)
+                    .map(|_| pingpong(&mut s, msg, secs))
+                    .collect::<io::Result<Vec<_>>>()?;
+                Ok(summarize(&v))
             });
             let (srv, _) = l.accept()?;
             srv.set_read_timeout(Some(IO_TIMEOUT))?;
@@ -533,6 +849,7 @@ fn table1(opts: &Options, ns: &Namespace, dir: &std::path::Path) -> io::Result<V
     result.map(|_| out)
 }
 
+
 /// The process-pair peer: `manycore __sock-peer <role> <args...>`. Returns the
 /// process exit code.
 pub fn peer_main(args: &[String]) -> i32 {
@@ -551,9 +868,28 @@ fn arg<T: std::str::FromStr>(args: &[String], i: usize) -> io::Result<T> {
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, format!("bad argument {i}")))
 }
 
+/// Runs `serve` (echo or sink, with `n`) on a current-thread tokio runtime
+/// over the stream `wrap` makes (within the runtime).
+fn serve_on_tokio<S: AsyncRead + AsyncWrite + Unpin>(
+    wrap: impl FnOnce() -> io::Result<S>,
+    serve: &str,
+    n: usize,
+) -> io::Result<()> {
+    runtime(false)?.block_on(async move {
+        let s = wrap()?;
+        match serve {
+            "echo" => echo_async(s, n).await,
+            "sink" => sink_async(s, n).await,
+            _ => Err(io::Error::new(io::ErrorKind::InvalidInput, "unknown peer role")),
+        }
+    })
+}
+
 /// The other end of a pair, in a thread or a peer process: `sock-ROLE DIR
 /// PORT MODE N`, `unix-ROLE PATH N` or `tcp-ROLE PORT N` connects and runs
 /// ROLE (`echo` of N-byte messages, or `sink` acknowledging every N bytes);
+/// `async-sock-ROLE ...` and `async-unix-ROLE ...` do the same on a
+/// current-thread tokio runtime (`AsyncShmStream`, tokio's `UnixStream`);
 /// `sock-fillers DIR PORT` holds as many idle connections as each line on
 /// stdin asks for (Table 1).
 fn peer(args: &[String]) -> io::Result<()> {
@@ -572,24 +908,36 @@ fn peer(args: &[String]) -> io::Result<()> {
         }
         return Ok(());
     }
+    let (on_tokio, role) = match role.strip_prefix("async-") {
+        Some(r) => (true, r),
+        None => (false, role),
+    };
     let (transport, serve) = role.split_once('-').unwrap_or_default();
+    let n: usize = arg(args, args.len().saturating_sub(1))?;
     let conn: Conn = match transport {
         "sock" => {
             let s = ShmStream::connect_timeout(&sock_addr()?, IO_TIMEOUT)?;
             s.set_wait_mode(mode_of(args.get(3).map(String::as_str).unwrap_or("")));
+            if on_tokio {
+                return serve_on_tokio(|| AsyncShmStream::new(s), serve, n);
+            }
             Box::new(s)
         }
-        "unix" => Box::new(UnixStream::connect(
-            args.get(1).cloned().unwrap_or_default(),
-        )?),
-        "tcp" => {
+        "unix" => {
+            let s = UnixStream::connect(args.get(1).cloned().unwrap_or_default())?;
+            if on_tokio {
+                s.set_nonblocking(true)?;
+                return serve_on_tokio(|| tokio::net::UnixStream::from_std(s), serve, n);
+            }
+            Box::new(s)
+        }
+        "tcp" if !on_tokio => {
             let s = TcpStream::connect(("127.0.0.1", arg::<u16>(args, 1)?))?;
             s.set_nodelay(true)?;
             Box::new(s)
         }
         _ => return Err(io::Error::new(io::ErrorKind::InvalidInput, "unknown peer role")),
     };
-    let n: usize = arg(args, args.len().saturating_sub(1))?;
     match serve {
         "echo" => echo(conn, n),
         "sink" => sink(conn, n),
