@@ -1,0 +1,269 @@
+//! The manycore rows of the kv benchmark: a runtime of n cores, shard i of
+//! the map placed on core i as a `Remote<HashMap<u64, u64>>`, and one of four
+//! kinds of client driving it. Every operation is one `Remote::invoke` on the
+//! key's shard, written as a user would (`invoke(move |m| m.get(&k).copied())`),
+//! waited on with plain `wait()` or `.await`: the row's time bound is kept
+//! from outside (see `super::bounded`), not by deadlines on the calls, which
+//! would cost a clock read or a timer per call. Clients report to the
+//! row's [`Watch`], so that a row stopped for taking too long winds down
+//! and shuts its runtime down instead of spinning on for the rest of the run.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Barrier};
+use std::time::Instant;
+
+use manycore::{IdlePolicy, Invocation, Remote, Runtime};
+
+use super::workload::{fold, prefill, shard_of, sorted, Map, Measured, Op, Watch, Workload};
+
+/// How a client reaches the shards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Client {
+    /// Threads that are not cores (the row's own thread and `--clients - 1`
+    /// std threads), each `invoke(..).wait()`, one operation at a time.
+    OutsideSync,
+    /// One closure per core (`core.call`), each `invoke(..).wait()` in a loop.
+    CoreBlocking,
+    /// One async task per core (`core.spawn_async`), each `invoke(..).await` in a loop.
+    CoreAsync,
+    /// One outside thread keeping up to `--window` invocations in flight.
+    Pipelined,
+}
+
+impl Client {
+    /// All four, in table order.
+    pub const ALL: [Client; 4] = [
+        Client::OutsideSync,
+        Client::CoreBlocking,
+        Client::CoreAsync,
+        Client::Pipelined,
+    ];
+    /// The first part of its case name, and its `--only` group.
+    pub fn name(self) -> &'static str {
+        match self {
+            Client::OutsideSync => "outside-sync",
+            Client::CoreBlocking => "core-blocking",
+            Client::CoreAsync => "core-async",
+            Client::Pipelined => "pipelined",
+        }
+    }
+}
+
+/// A manycore idle policy by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Idle {
+    /// Spin (needs a CPU per core).
+    Poll,
+    /// Sleep on the doorbell at once.
+    Sleep,
+    /// Spin for the default budget, then sleep (the runtime's default).
+    Hybrid,
+}
+
+impl Idle {
+    /// All three, in table order.
+    pub const ALL: [Idle; 3] = [Idle::Poll, Idle::Sleep, Idle::Hybrid];
+    /// `poll`, `sleep`, `hybrid`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Idle::Poll => "poll",
+            Idle::Sleep => "sleep",
+            Idle::Hybrid => "hybrid",
+        }
+    }
+    /// The impl of its records: `manycore-poll`, ...
+    pub fn impl_name(self) -> &'static str {
+        match self {
+            Idle::Poll => "manycore-poll",
+            Idle::Sleep => "manycore-sleep",
+            Idle::Hybrid => "manycore-hybrid",
+        }
+    }
+    /// The runtime's policy (`Hybrid` with the runtime's default budget).
+    pub fn policy(self) -> IdlePolicy {
+        match self {
+            Idle::Poll => IdlePolicy::Poll,
+            Idle::Sleep => IdlePolicy::Sleep,
+            Idle::Hybrid => IdlePolicy::default(),
+        }
+    }
+}
+
+/// The shards of a runtime: shard i on core i.
+type Shards = Vec<Remote<Map>>;
+
+/// Sends `op` to its shard; the invocation resolves to the op's result.
+#[inline]
+fn send(shards: &Shards, op: Op) -> Invocation<Option<u64>> {
+    let s = &shards[shard_of(op.key(), shards.len())];
+    match op {
+        Op::Get(k) => s.invoke(move |m: &mut Map| m.get(&k).copied()),
+        Op::Put(k, v) => s.invoke(move |m: &mut Map| m.insert(k, v)),
+    }
+}
+
+/// Synchronous client `c`: its operations one at a time; the checksum of the results.
+fn sync_client(shards: &Shards, c: usize, ops: &[Op], watch: &Watch) -> Result<u64, String> {
+    let mut sum = 0;
+    for (i, &op) in ops.iter().enumerate() {
+        watch.tick(c, i)?;
+        let r = send(shards, op).wait().map_err(|e| format!("invoke: {e}"))?;
+        sum = fold(sum, r);
+    }
+    Ok(sum)
+}
+
+/// How many clients a row of this kind has.
+pub fn clients(client: Client, cores: usize, p: Params) -> usize {
+    match client {
+        Client::OutsideSync => p.clients,
+        Client::CoreBlocking | Client::CoreAsync => cores,
+        Client::Pipelined => 1,
+    }
+}
+
+/// How the clients are shaped (beyond their kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Params {
+    /// Outside threads of [`Client::OutsideSync`].
+    pub clients: usize,
+    /// Invocations in flight of [`Client::Pipelined`].
+    pub window: usize,
+}
+
+/// One repetition of a manycore row: a fresh runtime of `cores` cores with
+/// policy `idle`, the shards placed and filled, the clients' operations
+/// timed, the final contents read back, the runtime shut down. The clients
+/// report to `watch` (client numbers: `0..`[`clients`]).
+pub fn run(
+    client: Client,
+    cores: usize,
+    idle: Idle,
+    w: &Workload,
+    p: Params,
+    watch: &Arc<Watch>,
+) -> Result<Measured, String> {
+    let rt = Runtime::builder()
+        .cores(cores)
+        .idle(idle.policy())
+        .build()
+        .map_err(|e| format!("cannot build the runtime: {e}"))?;
+    let keys = w.spec.keys;
+    let shards: Shards = (0..cores)
+        .map(|i| {
+            rt.core(i)
+                .place_with(move || prefill(keys, i, cores))
+                .map_err(|e| format!("place shard {i}: {e}"))
+        })
+        .collect::<Result<_, _>>()?;
+    let (elapsed, clients, checksum) = match client {
+        Client::OutsideSync => {
+            let parts = w.partition(clients(client, cores, p));
+            let barrier = Barrier::new(parts.len());
+            std::thread::scope(|s| {
+                let others: Vec<_> = parts[1..]
+                    .iter()
+                    .enumerate()
+                    .map(|(c, ops)| {
+                        let (shards, barrier) = (&shards, &barrier);
+                        s.spawn(move || {
+                            barrier.wait();
+                            sync_client(shards, c + 1, ops, watch)
+                        })
+                    })
+                    .collect();
+                barrier.wait();
+                let t0 = Instant::now();
+                let mine = sync_client(&shards, 0, &parts[0], watch);
+                let mut sum = mine?;
+                for h in others {
+                    let r = h.join().map_err(|_| "client thread panicked".to_string())?;
+                    sum = sum.wrapping_add(r?);
+                }
+                Ok::<_, String>((t0.elapsed(), parts.len(), sum))
+            })?
+        }
+        Client::CoreBlocking => {
+            let parts = w.partition(clients(client, cores, p));
+            let t0 = Instant::now();
+            let invs: Vec<_> = parts
+                .into_iter()
+                .enumerate()
+                .map(|(i, ops)| {
+                    let (shards, watch) = (shards.clone(), watch.clone());
+                    rt.core(i).call(move || sync_client(&shards, i, &ops, &watch))
+                })
+                .collect();
+            let sum = collect(invs)?;
+            (t0.elapsed(), cores, sum)
+        }
+        Client::CoreAsync => {
+            let parts = w.partition(clients(client, cores, p));
+            let t0 = Instant::now();
+            let invs: Vec<_> = parts
+                .into_iter()
+                .enumerate()
+                .map(|(i, ops)| {
+                    let (shards, watch) = (shards.clone(), watch.clone());
+                    rt.core(i).spawn_async(async move {
+                        let mut sum = 0;
+                        for (j, &op) in ops.iter().enumerate() {
+                            watch.tick(i, j)?;
+                            let r = send(&shards, op)
+                                .await
+                                .map_err(|e| format!("invoke: {e}"))?;
+                            sum = fold(sum, r);
+                        }
+                        Ok(sum)
+                    })
+                })
+                .collect();
+            let sum = collect(invs)?;
+            (t0.elapsed(), cores, sum)
+        }
+        Client::Pipelined => {
+            let window = p.window.max(1);
+            let mut q: VecDeque<Invocation<Option<u64>>> = VecDeque::with_capacity(window);
+            let mut sum = 0;
+            let t0 = Instant::now();
+            for (i, &op) in w.ops.iter().enumerate() {
+                watch.tick(0, i)?;
+                if q.len() == window {
+                    if let Some(inv) = q.pop_front() {
+                        sum = fold(sum, inv.wait().map_err(|e| format!("invoke: {e}"))?);
+                    }
+                }
+                q.push_back(send(&shards, op));
+            }
+            for inv in q {
+                sum = fold(sum, inv.wait().map_err(|e| format!("invoke: {e}"))?);
+            }
+            (t0.elapsed(), 1, sum)
+        }
+    };
+    let mut contents = Vec::with_capacity(keys as usize);
+    for s in &shards {
+        let part = s
+            .invoke(|m: &mut Map| m.iter().map(|(k, v)| (*k, *v)).collect::<Vec<_>>())
+            .wait()
+            .map_err(|e| format!("read back: {e}"))?;
+        contents.extend(part);
+    }
+    rt.shutdown();
+    Ok(Measured {
+        elapsed,
+        clients,
+        checksum,
+        contents: sorted(contents),
+    })
+}
+
+/// Waits for every client on a core; the sum of their checksums.
+fn collect(invs: Vec<Invocation<Result<u64, String>>>) -> Result<u64, String> {
+    let mut sum = 0u64;
+    for inv in invs {
+        let r = inv.wait().map_err(|e| format!("client: {e}"))?;
+        sum = sum.wrapping_add(r?);
+    }
+    Ok(sum)
+}
