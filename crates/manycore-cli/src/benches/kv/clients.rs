@@ -9,12 +9,14 @@
 //! and shuts its runtime down instead of spinning on for the rest of the run.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
 use std::time::Instant;
 
 use manycore::{IdlePolicy, Invocation, Remote, Runtime};
 
-use super::workload::{fold, prefill, shard_of, sorted, Map, Measured, Op, Watch, Workload};
+use super::workload::{
+    fold, on_threads, prefill, shard_of, sorted, Map, Measured, Op, Watch, Workload,
+};
 
 /// How a client reaches the shards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,29 +161,9 @@ pub fn run(
     let (elapsed, clients, checksum) = match client {
         Client::OutsideSync => {
             let parts = w.partition(clients(client, cores, p));
-            let barrier = Barrier::new(parts.len());
-            std::thread::scope(|s| {
-                let others: Vec<_> = parts[1..]
-                    .iter()
-                    .enumerate()
-                    .map(|(c, ops)| {
-                        let (shards, barrier) = (&shards, &barrier);
-                        s.spawn(move || {
-                            barrier.wait();
-                            sync_client(shards, c + 1, ops, watch)
-                        })
-                    })
-                    .collect();
-                barrier.wait();
-                let t0 = Instant::now();
-                let mine = sync_client(&shards, 0, &parts[0], watch);
-                let mut sum = mine?;
-                for h in others {
-                    let r = h.join().map_err(|_| "client thread panicked".to_string())?;
-                    sum = sum.wrapping_add(r?);
-                }
-                Ok::<_, String>((t0.elapsed(), parts.len(), sum))
-            })?
+            let (elapsed, sum) =
+                on_threads(&parts, |c, ops| sync_client(&shards, c, ops, watch))?;
+            (elapsed, parts.len(), sum)
         }
         Client::CoreBlocking => {
             let parts = w.partition(clients(client, cores, p));

@@ -3,12 +3,11 @@
 //! (a sharded map of locks). The threads are the clients: the row's own
 //! thread and T - 1 others, each running its operations one at a time.
 
-use std::sync::{Barrier, Mutex, RwLock};
-use std::time::Instant;
+use std::sync::{Mutex, RwLock};
 
 use dashmap::DashMap;
 
-use super::workload::{fold, prefill, sorted, Map, Measured, Op, Watch, Workload};
+use super::workload::{fold, on_threads, prefill, sorted, Map, Measured, Op, Watch, Workload};
 
 /// A peer implementation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,7 +90,7 @@ pub fn run(peer: Peer, threads: usize, w: &Workload, watch: &Watch) -> Result<Me
 }
 
 /// Runs the clients on `threads` threads (this one among them), timed from
-/// their common start to the last one's end.
+/// the first one's start to the last one's end.
 fn drive(
     map: &impl Shared,
     threads: usize,
@@ -99,35 +98,13 @@ fn drive(
     watch: &Watch,
 ) -> Result<Measured, String> {
     let parts = w.partition(threads);
-    let barrier = Barrier::new(parts.len());
-    let client = |c: usize, ops: &[Op]| {
+    let (elapsed, checksum) = on_threads(&parts, |c, ops| {
         let mut sum = 0;
         for (i, &op) in ops.iter().enumerate() {
             watch.tick(c, i)?;
             sum = fold(sum, map.apply(op));
         }
-        Ok::<u64, String>(sum)
-    };
-    let (elapsed, checksum) = std::thread::scope(|s| {
-        let others: Vec<_> = parts[1..]
-            .iter()
-            .enumerate()
-            .map(|(c, ops)| {
-                let barrier = &barrier;
-                s.spawn(move || {
-                    barrier.wait();
-                    client(c + 1, ops)
-                })
-            })
-            .collect();
-        barrier.wait();
-        let t0 = Instant::now();
-        let mut sum = client(0, &parts[0])?;
-        for h in others {
-            let r = h.join().map_err(|_| "client thread panicked".to_string())?;
-            sum = sum.wrapping_add(r?);
-        }
-        Ok::<_, String>((t0.elapsed(), sum))
+        Ok(sum)
     })?;
     Ok(Measured {
         elapsed,

@@ -15,8 +15,8 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
 
 use manycore_sync::CachePadded;
 
@@ -264,5 +264,50 @@ impl Watch {
     /// Operations the clients had started, to within 64 per client.
     pub fn done(&self) -> usize {
         self.done.iter().map(|d| d.load(Ordering::Relaxed)).sum()
+    }
+}
+
+/// Runs `client(c, part)` for every part `c` on a thread of its own (part 0
+/// on the calling thread), released together; returns the wall time from
+/// the first client's start to the last one's end (each client reads the
+/// clock itself: with more threads than CPUs, some may run before the
+/// calling thread is scheduled again), and the sum of their checksums.
+pub fn on_threads(
+    parts: &[Arc<[Op]>],
+    client: impl Fn(usize, &[Op]) -> Result<u64, String> + Sync,
+) -> Result<(Duration, u64), String> {
+    let barrier = Barrier::new(parts.len());
+    let timed = |c: usize| -> Result<(Instant, Instant, u64), String> {
+        barrier.wait();
+        let t0 = Instant::now();
+        let sum = client(c, &parts[c])?;
+        Ok((t0, Instant::now(), sum))
+    };
+    let spans = std::thread::scope(|s| {
+        let others: Vec<_> = (1..parts.len())
+            .map(|c| {
+                let timed = &timed;
+                s.spawn(move || timed(c))
+            })
+            .collect();
+        let mut spans = vec![timed(0)];
+        for h in others {
+            spans.push(
+                h.join()
+                    .unwrap_or_else(|_| Err("client thread panicked".to_string())),
+            );
+        }
+        spans
+    });
+    let (mut first, mut last, mut sum) = (None::<Instant>, None::<Instant>, 0u64);
+    for span in spans {
+        let (a, b, x) = span?;
+        first = Some(first.map_or(a, |f| f.min(a)));
+        last = Some(last.map_or(b, |l| l.max(b)));
+        sum = sum.wrapping_add(x);
+    }
+    match (first, last) {
+        (Some(a), Some(b)) => Ok((b - a, sum)),
+        _ => Err("no clients".into()),
     }
 }
