@@ -6,7 +6,9 @@ use crate::endpoint::EpParams;
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// How a blocked `read`/`write`/`accept` waits for its peer.
+/// How a blocked `read`/`write`/`accept` waits for its peer, and how long
+/// an `AsyncShmStream` (feature `tokio`) polls before it waits on its
+/// readiness descriptor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitMode {
     /// Busy-poll (lowest latency, burns a CPU). Still bounded: every 10 ms the

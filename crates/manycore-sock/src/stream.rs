@@ -77,6 +77,61 @@ pub(crate) struct SpinHint<'a> {
     pub peer_cpu: Option<&'a AtomicU32>,
 }
 
+impl SpinHint<'_> {
+    /// Whether the peer last ran on our CPU (spinning would only delay it).
+    fn colocated(&self) -> bool {
+        self.peer_cpu
+            .is_some_and(|c| c.load(Ordering::Relaxed) == crate::raw::current_cpu())
+    }
+}
+
+/// How long a wait under `mode` spins before it sleeps: the whole budget of
+/// `Spin` or `Hybrid` (the adaptive one, if there is a hint), nothing under
+/// `Sleep` or, for `Hybrid`, when the peer last ran on our CPU.
+fn spin_for(mode: WaitMode, hint: Option<&SpinHint<'_>>, colocated: bool) -> Duration {
+    match mode {
+        WaitMode::Spin => SPIN_SLICE,
+        WaitMode::Hybrid { .. } if colocated => Duration::ZERO,
+        WaitMode::Hybrid { spin } => match hint {
+            Some(h) => Duration::from_nanos(h.budget_ns.load(Ordering::Relaxed) as u64).min(spin),
+            None => spin,
+        },
+        WaitMode::Sleep => Duration::ZERO,
+    }
+}
+
+/// Adapts a `Hybrid` wait's budget after a spin: doubled if the spin found
+/// what it waited for (`ok`), halved (down to `MIN_SPIN_NS`) if it had to
+/// sleep.
+fn adapt(mode: WaitMode, hint: Option<&SpinHint<'_>>, ok: bool) {
+    if let (WaitMode::Hybrid { spin: max }, Some(h)) = (mode, hint) {
+        let max = max.as_nanos().min(u32::MAX as u128) as u32;
+        let b = h.budget_ns.load(Ordering::Relaxed).min(max);
+        let nb = if ok {
+            b.saturating_mul(2).min(max)
+        } else {
+            (b / 2).max(MIN_SPIN_NS.min(max))
+        };
+        h.budget_ns.store(nb, Ordering::Relaxed);
+    }
+}
+
+/// How often a waiter whose peer last ran on its own CPU yields it (under
+/// `Hybrid`, then sleeps; under `Spin`, then checks liveness and deadlines).
+const COLOCATED_YIELDS: u32 = 16;
+const COLOCATED_YIELDS_SPIN: u32 = 64;
+
+/// What an event loop's direction does before it arms ([`Conn::poll_spin`]).
+#[cfg(feature = "tokio")]
+pub(crate) enum PollSpin {
+    /// Arms at once.
+    None,
+    /// Polls the ring for this long.
+    Spin(Duration),
+    /// Yields the CPU (to the peer) up to this many times, polling between.
+    Yield(u32),
+}
+
 /// Waits until `check` says ready: spin per `mode`, then announce on `ec`,
 /// re-check, and sleep in slices, checking `peer` between slices. `check`
 /// errors are returned (after withdrawing any announcement).
@@ -88,34 +143,9 @@ pub(crate) fn wait_on(
     hint: Option<SpinHint<'_>>,
     mut check: impl FnMut() -> io::Result<bool>,
 ) -> io::Result<Waited> {
-    let colocated = hint
-        .as_ref()
-        .and_then(|h| h.peer_cpu)
-        .is_some_and(|c| c.load(Ordering::Relaxed) == crate::raw::current_cpu());
-    let spin = match mode {
-        WaitMode::Spin => SPIN_SLICE,
-        WaitMode::Hybrid { spin } if colocated => {
-            let _ = spin;
-            Duration::ZERO
-        }
-        WaitMode::Hybrid { spin } => match &hint {
-            Some(h) => Duration::from_nanos(h.budget_ns.load(Ordering::Relaxed) as u64).min(spin),
-            None => spin,
-        },
-        WaitMode::Sleep => Duration::ZERO,
-    };
-    let adapt = |ok: bool| {
-        if let (WaitMode::Hybrid { spin: max }, Some(h)) = (mode, &hint) {
-            let max = max.as_nanos().min(u32::MAX as u128) as u32;
-            let b = h.budget_ns.load(Ordering::Relaxed).min(max);
-            let nb = if ok {
-                b.saturating_mul(2).min(max)
-            } else {
-                (b / 2).max(MIN_SPIN_NS.min(max))
-            };
-            h.budget_ns.store(nb, Ordering::Relaxed);
-        }
-    };
+    let colocated = hint.as_ref().is_some_and(SpinHint::colocated);
+    let spin = spin_for(mode, hint.as_ref(), colocated);
+    let adapt = |ok: bool| adapt(mode, hint.as_ref(), ok);
     let mut first = true;
     loop {
         let mut budget = SpinBudget::new(spin);
@@ -130,7 +160,11 @@ pub(crate) fn wait_on(
             if colocated && mode != WaitMode::Sleep {
                 // The peer needs our CPU: give it away rather than spin (a
                 // bounded number of times; Hybrid then sleeps on the futex).
-                if i >= if mode == WaitMode::Spin { 64 } else { 16 } {
+                let most = match mode {
+                    WaitMode::Spin => COLOCATED_YIELDS_SPIN,
+                    _ => COLOCATED_YIELDS,
+                };
+                if i >= most {
                     break;
                 }
                 std::thread::yield_now();
@@ -357,6 +391,46 @@ impl Conn {
     fn txr(&self) -> io::Result<RingRef<'_, Shm>> {
         RingRef::new(&*self.ep.shm, self.tx.idx, self.tx.base).ok_or_else(|| ring::invalid("slot"))
     }
+    /// The spin hint of a waiting direction (`write`: the writer): its
+    /// adaptive budget, and the CPU the peer last ran on, which it
+    /// publishes in the ring we read.
+    #[cfg(feature = "tokio")]
+    fn hint(&self, write: bool) -> SpinHint<'_> {
+        SpinHint {
+            budget_ns: if write { &self.tx_spin } else { &self.rx_spin },
+            peer_cpu: self
+                .rxs
+                .get()
+                .and_then(|s| s.ring().ok())
+                .map(|r| &r.slot.prod.cpu),
+        }
+    }
+
+    /// For an event loop (`AsyncShmStream`): what a direction whose call
+    /// returned `WouldBlock` does before it arms, as a blocking wait of the
+    /// stream's wait mode does before it sleeps: spin (the whole budget of
+    /// `Spin`, `Hybrid`'s adaptive one), or, when the peer last ran on our
+    /// CPU, give the CPU away a bounded number of times; nothing under
+    /// `Sleep`.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn poll_spin(&self, write: bool) -> PollSpin {
+        let mode = *lock(&self.mode);
+        let h = self.hint(write);
+        match mode {
+            WaitMode::Sleep => PollSpin::None,
+            WaitMode::Spin if h.colocated() => PollSpin::Yield(COLOCATED_YIELDS_SPIN),
+            WaitMode::Hybrid { .. } if h.colocated() => PollSpin::Yield(COLOCATED_YIELDS),
+            _ => PollSpin::Spin(spin_for(mode, Some(&h), false)),
+        }
+    }
+
+    /// Adapts the budget of a [`PollSpin::Spin`] after the spin: it made
+    /// progress (`ok`) or had to arm.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn poll_spun(&self, write: bool, ok: bool) {
+        adapt(*lock(&self.mode), Some(&self.hint(write)), ok);
+    }
+
     /// Rings the peer's readiness descriptor (its end of our socket): one
     /// byte, never waiting. A full socket already holds a doorbell, so a
     /// failed send loses nothing.
@@ -810,6 +884,18 @@ impl fmt::Debug for ShmStream {
 }
 
 impl ShmStream {
+    /// A read that neither waits nor arms (`AsyncShmStream`'s spin).
+    #[cfg(feature = "tokio")]
+    pub(crate) fn read_no_arm(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.c.read(buf, false, false)
+    }
+
+    /// A write that neither waits nor arms (`AsyncShmStream`'s spin).
+    #[cfg(feature = "tokio")]
+    pub(crate) fn write_no_arm(&self, buf: &[u8]) -> io::Result<usize> {
+        self.c.write(buf, false)
+    }
+
     /// Connects to a listener. Returns once the listener's backlog holds the
     /// connection (as `connect(2)` does), without waiting for `accept`:
     /// what is written meanwhile waits in the connection's buffer, and the
