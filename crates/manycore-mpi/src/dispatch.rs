@@ -1,16 +1,18 @@
 //! What a frame does when it arrives (from another rank through the engine,
 //! or from this rank directly): calls and methods go to their core, with a
 //! [`Reply`] that answers exactly once; replies complete waiting calls;
-//! stealing and collective frames go to their inboxes. Runs on the engine
-//! thread (or the sender's, for this rank), so it never runs user code
-//! itself: it validates, routes and returns.
+//! stealing and collective frames go to their inboxes. Runs on the thread
+//! that progresses MPI (the engine, or a waiting thread; the sender's, for
+//! this rank), so it runs user code only for calls addressed to the engine
+//! place (`Place::ENGINE`), which must not block; everything else it
+//! validates, routes and returns.
 
 use crate::codec::decode;
 use crate::error::CallError;
 use crate::header::{Header, Kind};
 use crate::registry::Handler;
 use crate::reply::Reply;
-use crate::shared::Shared;
+use crate::shared::{Shared, ENGINE_CORE_FIELD};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -43,6 +45,9 @@ pub(crate) fn deliver(sh: &Arc<Shared>, from: usize, frame: Vec<u8>, bulk: Optio
         Kind::Shutdown => {
             sh.shutdowns.fetch_add(1, Ordering::AcqRel);
         }
+        // Batches and announcements are taken apart by `Progress::receive`;
+        // one that gets here (inside a batch) is malformed and dropped.
+        Kind::Batch | Kind::Large => {}
     }
 }
 
@@ -68,30 +73,114 @@ fn run_stub(reply: Reply, stub: impl FnOnce(&mut Vec<u8>) -> Result<(), CallErro
     reply.send(r);
 }
 
+/// Work for a core.
+type Job = Box<dyn FnOnce() + Send>;
+
 fn call(sh: &Arc<Shared>, from: usize, h: Header, frame: Vec<u8>, bulk: Option<Vec<u8>>) {
+    if let Some((core, job)) = prepare_call(sh, from, h, frame, bulk) {
+        // A core that is shutting down drops the job, and its reply
+        // answers `Shutdown`.
+        let _ = sh.rt.core(core).spawn(job);
+    }
+}
+
+/// Validates a call and returns the job that runs it on its core; a call
+/// to the engine place runs here and now, and a refused one is answered
+/// here (`None` then).
+fn prepare_call(
+    sh: &Arc<Shared>,
+    from: usize,
+    h: Header,
+    frame: Vec<u8>,
+    bulk: Option<Vec<u8>>,
+) -> Option<(usize, Job)> {
     let reply = Reply::new(sh, from, &h, CallError::Shutdown);
     let Some(entry) = sh.registry.get(h.func) else {
-        return reply.send(Err(CallError::UnknownFunction(h.func)));
+        reply.send(Err(CallError::UnknownFunction(h.func)));
+        return None;
     };
+    if h.core == ENGINE_CORE_FIELD {
+        // The engine place: run it here, on the thread that progresses MPI
+        // (or the local caller), and reply at once.
+        sh.conversing.store(true, Ordering::Relaxed);
+        match (entry.handler, bulk) {
+            (Handler::Call(f), None) => run_stub(reply, |out| f(&frame[Header::LEN..], out)),
+            (Handler::Bulk(f), Some(b)) => run_stub(reply, |out| f(&frame[Header::LEN..], b, out)),
+            _ => reply.send(Err(CallError::WrongKind(entry.name.to_string()))),
+        }
+        return None;
+    }
     let core = usize::from(h.core);
     if core >= sh.cores {
-        return reply.send(Err(CallError::NoSuchCore {
+        reply.send(Err(CallError::NoSuchCore {
             core,
             cores: sh.cores,
         }));
+        return None;
     }
-    let job: Box<dyn FnOnce() + Send> = match (entry.handler, bulk) {
+    let job: Job = match (entry.handler, bulk) {
         (Handler::Call(f), None) => {
             Box::new(move || run_stub(reply, |out| f(&frame[Header::LEN..], out)))
         }
         (Handler::Bulk(f), Some(b)) => {
             Box::new(move || run_stub(reply, |out| f(&frame[Header::LEN..], b, out)))
         }
-        _ => return reply.send(Err(CallError::WrongKind(entry.name.to_string()))),
+        _ => {
+            reply.send(Err(CallError::WrongKind(entry.name.to_string())));
+            return None;
+        }
     };
-    // A core that is shutting down drops the job, and its reply answers
-    // `Shutdown`.
-    let _ = sh.rt.core(core).spawn(job);
+    Some((core, job))
+}
+
+/// Handles the frames of one batch from `from`, in order. A run of calls
+/// for cores goes to each core as one message holding them all, not one
+/// message (and perhaps one wakeup) per call; the run ends before any other
+/// frame, so that everything this rank receives from one rank still takes
+/// effect in the order sent.
+pub(crate) fn deliver_batch(sh: &Arc<Shared>, from: usize, frames: impl Iterator<Item = Vec<u8>>) {
+    let mut run: Vec<(usize, Job)> = Vec::new();
+    for frame in frames {
+        match Header::parse(&frame) {
+            Some(h)
+                if h.kind == Kind::Call && h.core != ENGINE_CORE_FIELD && !h.has(Header::BULK) =>
+            {
+                run.extend(prepare_call(sh, from, h, frame, None));
+            }
+            _ => {
+                hand_over(sh, &mut run);
+                deliver(sh, from, frame, None);
+            }
+        }
+    }
+    hand_over(sh, &mut run);
+}
+
+/// Sends each core its jobs of `run`, in order, as one message.
+fn hand_over(sh: &Arc<Shared>, run: &mut Vec<(usize, Job)>) {
+    while !run.is_empty() {
+        let core = run[0].0;
+        let mut mine: Vec<Job> = Vec::new();
+        let mut rest = Vec::new();
+        for (c, j) in run.drain(..) {
+            if c == core {
+                mine.push(j);
+            } else {
+                rest.push((c, j));
+            }
+        }
+        *run = rest;
+        let job: Job = if mine.len() == 1 {
+            mine.pop().unwrap_or_else(|| Box::new(|| {}))
+        } else {
+            Box::new(move || {
+                for j in mine {
+                    j();
+                }
+            })
+        };
+        let _ = sh.rt.core(core).spawn(job);
+    }
 }
 
 fn method(sh: &Arc<Shared>, from: usize, h: Header, frame: Vec<u8>) {
