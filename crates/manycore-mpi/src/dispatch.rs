@@ -94,22 +94,15 @@ fn prepare_call(
     frame: Vec<u8>,
     bulk: Option<Vec<u8>>,
 ) -> Option<(usize, Job)> {
+    if h.core == ENGINE_CORE_FIELD {
+        call_here(sh, from, h, &frame[Header::LEN..], bulk);
+        return None;
+    }
     let reply = Reply::new(sh, from, &h, CallError::Shutdown);
     let Some(entry) = sh.registry.get(h.func) else {
         reply.send(Err(CallError::UnknownFunction(h.func)));
         return None;
     };
-    if h.core == ENGINE_CORE_FIELD {
-        // The engine place: run it here, on the thread that progresses MPI
-        // (or the local caller), and reply at once.
-        sh.conversing.store(true, Ordering::Relaxed);
-        match (entry.handler, bulk) {
-            (Handler::Call(f), None) => run_stub(reply, |out| f(&frame[Header::LEN..], out)),
-            (Handler::Bulk(f), Some(b)) => run_stub(reply, |out| f(&frame[Header::LEN..], b, out)),
-            _ => reply.send(Err(CallError::WrongKind(entry.name.to_string()))),
-        }
-        return None;
-    }
     let core = usize::from(h.core);
     if core >= sh.cores {
         reply.send(Err(CallError::NoSuchCore {
@@ -131,6 +124,28 @@ fn prepare_call(
         }
     };
     Some((core, job))
+}
+
+/// A call to the engine place, with its arguments `args`: runs here, on
+/// the thread that progresses MPI (or the local caller), and replies at
+/// once.
+pub(crate) fn call_here(
+    sh: &Arc<Shared>,
+    from: usize,
+    h: Header,
+    args: &[u8],
+    bulk: Option<Vec<u8>>,
+) {
+    let reply = Reply::new(sh, from, &h, CallError::Shutdown);
+    let Some(entry) = sh.registry.get(h.func) else {
+        return reply.send(Err(CallError::UnknownFunction(h.func)));
+    };
+    sh.conversing.store(true, Ordering::Relaxed);
+    match (entry.handler, bulk) {
+        (Handler::Call(f), None) => run_stub(reply, |out| f(args, out)),
+        (Handler::Bulk(f), Some(b)) => run_stub(reply, |out| f(args, b, out)),
+        _ => reply.send(Err(CallError::WrongKind(entry.name.to_string()))),
+    }
 }
 
 /// Handles the frames of one batch from `from`, in order. A run of calls

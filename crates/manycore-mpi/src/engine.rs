@@ -225,7 +225,7 @@ fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
     let mut park = MIN_PARK;
     loop {
         let mut worked = false;
-        if sh.kick.swap(false, Ordering::Acquire) {
+        if sh.kick.load(Ordering::Relaxed) && sh.kick.swap(false, Ordering::Acquire) {
             // A waiter stopped polling: its message is ours to receive.
             idle_polls = 0;
             last_work = Instant::now();

@@ -18,7 +18,7 @@
 use crate::dispatch;
 use crate::header::{Header, Kind};
 use crate::raw::{OwnedRecv, OwnedSend};
-use crate::shared::{Outgoing, Shared};
+use crate::shared::{Outgoing, Shared, ENGINE_CORE_FIELD};
 use mpi::point_to_point::MatchedReceiveVec;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
@@ -208,6 +208,9 @@ impl Progress {
 
     /// Moves the outbox's frames into the backlog.
     fn take(&mut self, sh: &Shared) {
+        if !sh.queued() {
+            return;
+        }
         sh.take_outbox(&mut self.batch);
         let mut batch = std::mem::take(&mut self.batch);
         for o in batch.drain(..) {
@@ -322,11 +325,29 @@ impl Progress {
                 break;
             };
             self.posted.pop_front();
-            let frame = buf[..n.min(buf.len())].to_vec();
-            self.posted.push_back(OwnedRecv::post(comm, buf, FRAME_TAG));
             any = true;
-            self.handle(sh, comm, from, frame);
-            self.send_deferred(sh, comm);
+            let msg = &buf[..n.min(buf.len())];
+            match Header::parse(msg) {
+                // A call to the engine place runs straight from the
+                // receive buffer (nothing keeps its frame).
+                Some(h)
+                    if h.kind == Kind::Call
+                        && h.core == ENGINE_CORE_FIELD
+                        && !h.has(Header::BULK) =>
+                {
+                    self.received += 1;
+                    dispatch::call_here(sh, from, h, &msg[Header::LEN..], None);
+                    // The reply first, then the receive again.
+                    self.send_deferred(sh, comm);
+                    self.posted.push_back(OwnedRecv::post(comm, buf, FRAME_TAG));
+                }
+                _ => {
+                    let frame = msg.to_vec();
+                    self.posted.push_back(OwnedRecv::post(comm, buf, FRAME_TAG));
+                    self.handle(sh, comm, from, frame);
+                    self.send_deferred(sh, comm);
+                }
+            }
         }
         any
     }

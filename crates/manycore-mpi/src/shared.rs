@@ -253,7 +253,8 @@ impl Shared {
     /// could take the progress lock, `None` if it must leave progress to
     /// whoever holds it (or to the engine).
     pub(crate) fn progress_once(self: &Arc<Self>) -> Option<bool> {
-        if !self.tuning().waiters_progress {
+        // `waiters_progress`, without reading the whole tuning.
+        if self.tuning.load(Ordering::Relaxed) & 1 == 0 {
             return None;
         }
         let mut p = self.try_progress()?;
@@ -319,6 +320,11 @@ impl Shared {
             self.wake_engine();
         }
         Ok(())
+    }
+
+    /// Whether the outbox may hold frames (a hint: see `take_outbox`).
+    pub(crate) fn queued(&self) -> bool {
+        self.queued.load(Ordering::Acquire)
     }
 
     /// Moves the outbox's frames into `into` (only under the progress lock,
