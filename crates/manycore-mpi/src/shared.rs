@@ -313,6 +313,10 @@ impl Shared {
         let comm = SimpleCommunicator::world();
         // What was queued before this frame leaves before it.
         p.send(self, &comm, o);
+        // A short send is usually done at once: then the engine need not
+        // be woken (a wakeup is a system call here, and a thread that may
+        // preempt a spinning one there).
+        p.reclaim();
         let sending = p.sending();
         drop(p);
         if sending {
