@@ -578,21 +578,37 @@ fn notes(recs: &[Record]) -> String {
             s.push_str(&format!("- {what}: {v:.2}x\n"));
         }
     };
+    // Every other way of a round trip against the raw ping-pong.
     let raw_rt = get(recs, "round_trip", "raw-mpi", "median");
-    for imp in [
-        "call-engine/engine-polls",
-        "call-engine/engine-only",
-        "call-core",
-        "call-core/engine-only",
-    ] {
-        let v = get(recs, "round_trip", imp, "median");
-        line(&mut s, &format!("round trip {imp} / raw-mpi"), ratio(v, raw_rt));
+    for r in recs.iter().filter(|r| {
+        r.case.starts_with("round_trip")
+            && r.metric == "median"
+            && r.impl_ != "raw-mpi"
+            && r.impl_ != "call-engine"
+    }) {
+        let what = format!("round trip {} / raw-mpi", r.impl_);
+        line(&mut s, &what, ratio(Some(r.value), raw_rt));
     }
-    for op in ["allreduce ", "broadcast ", "allreduce_cores "] {
-        let mc = get(recs, op, "manycore", "median");
-        let raw = get(recs, op, "raw-mpi", "median").or(get(recs, op, "raw-mpi-allreduce", "median"));
-        let what = format!("{} / its MPI counterpart", op.trim());
-        line(&mut s, &what, ratio(mc, raw));
+    let raw_rate = get(recs, "message_rate", "raw-mpi", "median");
+    for r in recs.iter().filter(|r| {
+        r.case.starts_with("message_rate")
+            && r.impl_.starts_with("spawn-")
+            && r.impl_.contains('/')
+    }) {
+        let what = format!("message rate {} / raw-mpi", r.impl_);
+        line(&mut s, &what, ratio(Some(r.value), raw_rate));
+    }
+    for op in ["reduce ", "allreduce ", "broadcast ", "allreduce_cores "] {
+        let raw =
+            get(recs, op, "raw-mpi", "median").or(get(recs, op, "raw-mpi-allreduce", "median"));
+        for imp in ["manycore", "manycore/engine-only"] {
+            if op == "reduce " && imp == "manycore" {
+                continue; // a target
+            }
+            let mc = get(recs, op, imp, "median");
+            let what = format!("{} {imp} / its MPI counterpart", op.trim());
+            line(&mut s, &what, ratio(mc, raw));
+        }
     }
     // knary: the same result on every number of ranks.
     for case in knary_cases(recs) {
