@@ -23,6 +23,10 @@ use std::time::Duration;
 /// Work for the engine thread with the world communicator (`World::with_mpi`).
 pub(crate) type MpiJob = Box<dyn FnOnce(&mpi::topology::SimpleCommunicator) + Send>;
 
+/// Frames in the outbox at which a sender of one-way frames sends them
+/// itself (see `Shared::send`).
+const FLUSH_AT: usize = 32;
+
 /// The core number that names a rank's progress engine (`Place::ENGINE`):
 /// a call addressed there runs on whichever thread is progressing MPI.
 pub(crate) const ENGINE_CORE: usize = usize::MAX;
@@ -297,12 +301,30 @@ impl Shared {
                 Err(back) => o = back,
             }
         }
-        {
+        let queued = {
             let mut q = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
             q.push_back(o);
             self.queued.store(true, Ordering::Release);
+            q.len()
+        };
+        // A stream of one-way frames: every so many, the sender packs and
+        // posts them itself if it can, instead of leaving it all to the
+        // engine (on a small machine, one thread fewer that needs a CPU).
+        if t.direct_send && queued >= FLUSH_AT && self.flush_outbox() {
+            return;
         }
         self.wake_engine();
+    }
+
+    /// Sends what the outbox holds from this thread, if it can take the
+    /// progress lock; whether it did (and nothing is left in flight).
+    fn flush_outbox(self: &Arc<Self>) -> bool {
+        let Some(mut p) = self.try_progress() else {
+            return false;
+        };
+        p.drain(self, &SimpleCommunicator::world());
+        p.reclaim();
+        !p.sending()
     }
 
     /// Posts `o` from this thread if it can take the progress lock.
