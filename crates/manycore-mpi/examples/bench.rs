@@ -22,8 +22,9 @@
 //!   `MPI_Bcast`.
 //! * `knary` (1, 2 or 4 ranks): `knary(4, m, i)` for i in 0, 100, 1000,
 //!   5000 as a distributed join against the sequential tree on rank 0 (the
-//!   MuSE paper's Figure 4); with one rank also the machine's parallel
-//!   capacity (two busy threads' throughput against one).
+//!   MuSE paper's Figure 4), the machine's parallel capacity in the same
+//!   job (two busy threads' throughput against one), and on 2 ranks the
+//!   speedup by how often a worker polls MPI (Figure 5).
 //! * `table2` (2 ranks): `knary(4, m, 1000)` with a busy process on rank
 //!   1's CPU (the paper's Table 2), against the sum of the ranks'
 //!   throughputs.
@@ -804,6 +805,8 @@ mod imp {
         let n = w.size();
         let imp = format!("ranks-{n}");
         let cap_iters = if a.quick { 20_000_000 } else { 60_000_000 };
+        // The capacity in this job, beside knary(4, m, 1000), on rank 0
+        // while the other ranks wait (asleep).
         let mut caps = Vec::new();
         for i in is {
             let p = Knary::new(4, m, i);
@@ -817,8 +820,11 @@ mod imp {
                 tn.push(t);
                 ratio.push(s / t);
                 stolen.push(st as f64);
-                if n == 1 && i == 1000 {
-                    caps.push(capacity(cap_iters));
+                if i == 1000 {
+                    if w.rank() == 0 {
+                        caps.push(capacity(cap_iters));
+                    }
+                    barrier(w)?;
                 }
             }
             let case = format!("knary(4,{m},{i})");
@@ -828,9 +834,7 @@ mod imp {
             rec(w, &case, &imp, "stolen", median(&stolen), "count");
             rec(w, &case, &imp, "nodes", p.nodes() as f64, "count");
         }
-        if n == 1 {
-            rec(w, "capacity", "machine", "S_cap", median(&caps), "ratio");
-        }
+        rec(w, "capacity", &imp, "S_cap", median(&caps), "ratio");
         // Figure 5: how often a worker polls the network itself (MuSE's
         // MAX_SEQUENTIAL), on knary(4, m, 1000), interleaved; on 2 ranks.
         if n == 2 {
