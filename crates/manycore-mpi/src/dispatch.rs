@@ -148,53 +148,110 @@ pub(crate) fn call_here(
     }
 }
 
-/// Handles the frames of one batch from `from`, in order. A run of calls
-/// for cores goes to each core as one message holding them all, not one
-/// message (and perhaps one wakeup) per call; the run ends before any other
-/// frame, so that everything this rank receives from one rank still takes
-/// effect in the order sent.
-pub(crate) fn deliver_batch(sh: &Arc<Shared>, from: usize, frames: impl Iterator<Item = Vec<u8>>) {
-    let mut run: Vec<(usize, Job)> = Vec::new();
-    for frame in frames {
-        match Header::parse(&frame) {
+/// Handles the frames of one batch from `from` (`batch[r]` for each range
+/// `r` of `frames`), in order. A run of calls for cores goes to each core
+/// as one message that runs them all, straight from the batch: the
+/// progress thread only routes them, and the core decodes, runs and
+/// replies. The run ends before any other frame, so that everything this
+/// rank receives from one rank still takes effect in the order sent.
+pub(crate) fn deliver_batch(
+    sh: &Arc<Shared>,
+    from: usize,
+    batch: Vec<u8>,
+    frames: Vec<std::ops::Range<usize>>,
+) {
+    let batch = Arc::new(batch);
+    let mut run: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
+    for r in frames {
+        match Header::parse(&batch[r.clone()]) {
             Some(h)
-                if h.kind == Kind::Call && h.core != ENGINE_CORE_FIELD && !h.has(Header::BULK) =>
+                if h.kind == Kind::Call
+                    && h.core != ENGINE_CORE_FIELD
+                    && usize::from(h.core) < sh.cores
+                    && !h.has(Header::BULK) =>
             {
-                run.extend(prepare_call(sh, from, h, frame, None));
+                run.push((usize::from(h.core), r));
             }
             _ => {
-                hand_over(sh, &mut run);
-                deliver(sh, from, frame, None);
+                hand_over(sh, from, &batch, &mut run);
+                deliver(sh, from, batch[r].to_vec(), None);
             }
         }
     }
-    hand_over(sh, &mut run);
+    hand_over(sh, from, &batch, &mut run);
 }
 
-/// Sends each core its jobs of `run`, in order, as one message.
-fn hand_over(sh: &Arc<Shared>, run: &mut Vec<(usize, Job)>) {
+/// Sends each core its calls of `run` (ranges of `batch`), in order, as
+/// one message.
+fn hand_over(
+    sh: &Arc<Shared>,
+    from: usize,
+    batch: &Arc<Vec<u8>>,
+    run: &mut Vec<(usize, std::ops::Range<usize>)>,
+) {
     while !run.is_empty() {
         let core = run[0].0;
-        let mut mine: Vec<Job> = Vec::new();
+        let mut mine = Vec::new();
         let mut rest = Vec::new();
-        for (c, j) in run.drain(..) {
+        for (c, r) in run.drain(..) {
             if c == core {
-                mine.push(j);
+                mine.push(r);
             } else {
-                rest.push((c, j));
+                rest.push((c, r));
             }
         }
         *run = rest;
-        let job: Job = if mine.len() == 1 {
-            mine.pop().unwrap_or_else(|| Box::new(|| {}))
-        } else {
-            Box::new(move || {
-                for j in mine {
-                    j();
-                }
-            })
+        // Counted in progress now, each until its reply is sent (or its
+        // fallback, if the core drops the run unrun).
+        sh.handlers.fetch_add(mine.len(), Ordering::AcqRel);
+        let calls = Run {
+            sh: sh.clone(),
+            from,
+            batch: batch.clone(),
+            counted: mine.len(),
+            calls: mine.into_iter(),
         };
-        let _ = sh.rt.core(core).spawn(job);
+        let _ = sh.rt.core(core).spawn(move || calls.run());
+    }
+}
+
+/// Calls of one batch for one core, already counted in progress (all of
+/// them until the run is done, when it stops counting them at once).
+struct Run {
+    sh: Arc<Shared>,
+    from: usize,
+    batch: Arc<Vec<u8>>,
+    counted: usize,
+    calls: std::vec::IntoIter<std::ops::Range<usize>>,
+}
+
+impl Run {
+    fn run(mut self) {
+        for r in self.calls.by_ref() {
+            let frame = &self.batch[r];
+            let Some(h) = Header::parse(frame) else {
+                continue;
+            };
+            let reply = Reply::adopt(&self.sh, self.from, &h, CallError::Shutdown);
+            match self.sh.registry.get(h.func).map(|e| (e, e.handler)) {
+                Some((_, Handler::Call(f))) => run_stub(reply, |out| f(&frame[Header::LEN..], out)),
+                Some((e, _)) => reply.send(Err(CallError::WrongKind(e.name.to_string()))),
+                None => reply.send(Err(CallError::UnknownFunction(h.func))),
+            }
+        }
+    }
+}
+
+impl Drop for Run {
+    /// Calls not run (the core dropped the run) answer `Shutdown`; then
+    /// none of the run's calls counts as in progress any more.
+    fn drop(&mut self) {
+        for r in self.calls.by_ref() {
+            if let Some(h) = Header::parse(&self.batch[r]) {
+                drop(Reply::adopt(&self.sh, self.from, &h, CallError::Shutdown));
+            }
+        }
+        self.sh.handlers.fetch_sub(self.counted, Ordering::AcqRel);
     }
 }
 

@@ -377,17 +377,20 @@ impl Progress {
     fn handle(&mut self, sh: &Arc<Shared>, comm: &SimpleCommunicator, from: usize, frame: Vec<u8>) {
         match Header::parse(&frame) {
             Some(h) if h.kind == Kind::Batch => {
-                let mut rest = &frame[Header::LEN..];
-                let frames = std::iter::from_fn(|| {
-                    let (len, tail) = rest.split_first_chunk::<4>()?;
-                    let len = u32::from_le_bytes(*len) as usize;
-                    let (f, tail) = tail.split_at_checked(len)?;
-                    rest = tail;
-                    Some(f.to_vec())
-                });
-                let mut n = 0;
-                dispatch::deliver_batch(sh, from, frames.inspect(|_| n += 1));
-                self.received += n;
+                // Where each frame lies in the batch.
+                let mut frames = Vec::new();
+                let mut at = Header::LEN;
+                while let Some(len) = frame.get(at..at + 4) {
+                    let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+                    let start = at + 4;
+                    if start + len > frame.len() {
+                        break;
+                    }
+                    frames.push(start..start + len);
+                    at = start + len;
+                }
+                self.received += frames.len() as u64;
+                dispatch::deliver_batch(sh, from, frame, frames);
             }
             Some(h) if h.kind == Kind::Large => {
                 // The frame itself is the next bulk-tagged message.
