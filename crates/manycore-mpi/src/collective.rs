@@ -82,6 +82,11 @@ impl CollectiveInbox {
         sh.hand_over();
         let start = Instant::now();
         let deadline = timeout.and_then(|t| start.checked_add(t));
+        let polling = if sh.tuning().coll_poll {
+            sh.polling()
+        } else {
+            None
+        };
         loop {
             if let Some(f) = lock().remove(&key) {
                 return Ok(f);
@@ -89,7 +94,14 @@ impl CollectiveInbox {
             if start.elapsed() >= SPIN {
                 break;
             }
+            if polling.is_some() {
+                sh.progress_once();
+            }
             std::thread::yield_now();
+        }
+        if polling.is_some() {
+            drop(polling);
+            sh.hand_over();
         }
         let mut g = lock();
         loop {

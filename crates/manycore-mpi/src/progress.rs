@@ -99,6 +99,9 @@ pub struct Tuning {
     /// calls between two looks at the network. Measured on knary, no
     /// setting beat the engine alone clearly.
     pub poll_every: u32,
+    /// A thread waiting in a collective polls MPI itself (with a yield
+    /// between polls) instead of leaving it to the engine.
+    pub coll_poll: bool,
 }
 
 impl Default for Tuning {
@@ -116,6 +119,7 @@ impl Tuning {
         poll_us: 1000,
         engine_spin_us: 1000,
         poll_every: 0,
+        coll_poll: false,
     };
 
     /// The engine does everything: the protocol before waiters progressed.
@@ -126,6 +130,7 @@ impl Tuning {
         poll_us: 100,
         engine_spin_us: 0,
         poll_every: 0,
+        coll_poll: false,
     };
 }
 

@@ -180,6 +180,7 @@ impl Shared {
             waiters_progress: b & 1 != 0,
             direct_send: b & 2 != 0,
             coalesce: b & 4 != 0,
+            coll_poll: b & 8 != 0,
             poll_us: self.poll_us.load(Ordering::Relaxed),
             engine_spin_us: self.engine_spin_us.load(Ordering::Relaxed),
             poll_every: self.poll_every.load(Ordering::Relaxed),
@@ -190,8 +191,10 @@ impl Shared {
     /// already queued keep their order). Without `Serialized` threading,
     /// waiters and senders never call MPI whatever the tuning says.
     pub(crate) fn set_tuning(&self, t: Tuning) {
-        let b =
-            u8::from(t.waiters_progress) | u8::from(t.direct_send) << 1 | u8::from(t.coalesce) << 2;
+        let b = u8::from(t.waiters_progress)
+            | u8::from(t.direct_send) << 1
+            | u8::from(t.coalesce) << 2
+            | u8::from(t.coll_poll) << 3;
         self.tuning.store(b, Ordering::Relaxed);
         self.poll_us.store(t.poll_us, Ordering::Relaxed);
         self.engine_spin_us
