@@ -17,42 +17,95 @@
 use crate::codec::{decode, encode_into};
 use crate::error::Error;
 use crate::header::{Header, Kind};
+use crate::shared::Shared;
 use crate::world::World;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+/// How long a rank waiting in a collective yields before it sleeps. Longer
+/// than a call's wait: a collective waits for a chain of ranks, each of
+/// which may be waiting for a CPU when ranks outnumber them.
+const SPIN: Duration = Duration::from_micros(500);
 
 /// Partials and results that arrived, by (collective, kind, sender).
 #[derive(Default)]
 pub(crate) struct CollectiveInbox {
     arrived: Mutex<HashMap<(u64, u8, usize), Vec<u8>>>,
     cv: Condvar,
+    /// Threads asleep on `cv` (a delivery notifies only if there are any:
+    /// changed under the `arrived` lock, so a delivery after a sleeper's
+    /// last look sees it).
+    sleepers: AtomicUsize,
     seq: AtomicU64,
 }
 
 impl CollectiveInbox {
     pub(crate) fn deliver(&self, from: usize, h: Header, frame: Vec<u8>) {
-        self.arrived
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert((h.seq, h.kind as u8, from), frame);
-        self.cv.notify_all();
+        let sleepers = {
+            let mut g = self.arrived.lock().unwrap_or_else(|e| e.into_inner());
+            g.insert((h.seq, h.kind as u8, from), frame);
+            self.sleepers.load(Ordering::Relaxed)
+        };
+        if sleepers > 0 {
+            self.cv.notify_all();
+        }
     }
 
+    /// The frame of collective `seq` of `kind` from `from`, once it is
+    /// here. The engine receives it: waiting threads here do not poll MPI
+    /// themselves, because a collective waits for other ranks' threads,
+    /// which (when ranks outnumber CPUs) need the CPU more than another
+    /// poller does, and measured so, the engine polling alone was faster
+    /// (`docs/notes/2026-11-25-mpi-round-trip.md`). The waiter yields for a
+    /// while (a partner's partial usually arrives within microseconds),
+    /// then sleeps.
     fn take(
         &self,
-        seq: u64,
-        kind: Kind,
-        from: usize,
+        sh: &Arc<Shared>,
+        (seq, kind, from): (u64, Kind, usize),
         timeout: Option<Duration>,
     ) -> Result<Vec<u8>, Error> {
-        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-        let mut g = self.arrived.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (seq, kind as u8, from);
+        let lock = || self.arrived.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = lock().remove(&key) {
+            return Ok(f);
+        }
+        if crate::progress::progressing() {
+            return Err(Error::WouldBlock);
+        }
+        // The engine may be asleep after a quiet spell: it is to poll
+        // eagerly from now.
+        sh.hand_over();
+        let start = Instant::now();
+        let deadline = timeout.and_then(|t| start.checked_add(t));
+        let polling = if sh.tuning().coll_poll {
+            sh.polling()
+        } else {
+            None
+        };
         loop {
-            if let Some(f) = g.remove(&(seq, kind as u8, from)) {
+            if let Some(f) = lock().remove(&key) {
+                return Ok(f);
+            }
+            if start.elapsed() >= SPIN {
+                break;
+            }
+            if polling.is_some() {
+                sh.progress_once();
+            }
+            std::thread::yield_now();
+        }
+        if polling.is_some() {
+            drop(polling);
+            sh.hand_over();
+        }
+        let mut g = lock();
+        loop {
+            if let Some(f) = g.remove(&key) {
                 return Ok(f);
             }
             let wait = match deadline {
@@ -65,11 +118,13 @@ impl CollectiveInbox {
                 }
                 None => Duration::from_secs(1),
             };
+            self.sleepers.fetch_add(1, Ordering::Relaxed);
             g = self
                 .cv
                 .wait_timeout(g, wait)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
+            self.sleepers.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }
@@ -90,10 +145,8 @@ impl World {
         kind: Kind,
         from: usize,
     ) -> Result<T, Error> {
-        let f = self
-            .shared
-            .coll
-            .take(seq, kind, from, self.shared.timeout)?;
+        let sh = &self.shared;
+        let f = sh.coll.take(sh, (seq, kind, from), sh.timeout)?;
         Ok(decode(&f[Header::LEN..])?)
     }
 
@@ -174,15 +227,50 @@ impl World {
     }
 
     /// Combines every rank's `local` in rank order and returns the result
-    /// on every rank. Collective.
+    /// on every rank. Collective. With a power-of-two number of ranks it
+    /// takes log2(ranks) rounds of pairwise exchanges (recursive doubling,
+    /// as MPI_Allreduce does for short values); otherwise up the tree and
+    /// back down it, twice as many steps.
     pub fn all_reduce<T, C>(&self, local: T, combine: C) -> Result<T, Error>
     where
         T: Serialize + DeserializeOwned,
         C: Fn(T, T) -> T,
     {
         let seq = self.next_collective();
+        if self.shared.size.is_power_of_two() {
+            return self.doubling(seq, local, &combine);
+        }
         let root = self.up(seq, local, &combine)?;
         self.down(seq, root)
+    }
+
+    /// Recursive doubling: in round k, rank r swaps its partial with rank
+    /// r ^ 2^k. Before the round r's partial covers the ranks of its block
+    /// of 2^k (in rank order), the partner's the adjacent block, so the
+    /// lower block's partial goes first and the result stays in rank order.
+    fn doubling<T: Serialize + DeserializeOwned>(
+        &self,
+        seq: u64,
+        local: T,
+        combine: &impl Fn(T, T) -> T,
+    ) -> Result<T, Error> {
+        let (r, n) = (self.shared.rank, self.shared.size);
+        let mut acc = local;
+        let mut mask = 1;
+        while mask < n {
+            let partner = r ^ mask;
+            // The key (collective, kind, sender) differs in every round:
+            // each round has its own partner.
+            self.coll_send(partner, seq, Kind::CollectiveUp, &acc)?;
+            let theirs: T = self.coll_take(seq, Kind::CollectiveUp, partner)?;
+            acc = if partner < r {
+                combine(theirs, acc)
+            } else {
+                combine(acc, theirs)
+            };
+            mask <<= 1;
+        }
+        Ok(acc)
     }
 
     /// The hierarchical all-reduce: `map(core)` runs on every core of every

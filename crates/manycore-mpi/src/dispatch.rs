@@ -1,16 +1,18 @@
 //! What a frame does when it arrives (from another rank through the engine,
 //! or from this rank directly): calls and methods go to their core, with a
 //! [`Reply`] that answers exactly once; replies complete waiting calls;
-//! stealing and collective frames go to their inboxes. Runs on the engine
-//! thread (or the sender's, for this rank), so it never runs user code
-//! itself: it validates, routes and returns.
+//! stealing and collective frames go to their inboxes. Runs on the thread
+//! that progresses MPI (the engine, or a waiting thread; the sender's, for
+//! this rank), so it runs user code only for calls addressed to the engine
+//! place (`Place::ENGINE`), which must not block; everything else it
+//! validates, routes and returns.
 
 use crate::codec::decode;
 use crate::error::CallError;
 use crate::header::{Header, Kind};
 use crate::registry::Handler;
 use crate::reply::Reply;
-use crate::shared::Shared;
+use crate::shared::{Shared, ENGINE_CORE_FIELD};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -43,6 +45,9 @@ pub(crate) fn deliver(sh: &Arc<Shared>, from: usize, frame: Vec<u8>, bulk: Optio
         Kind::Shutdown => {
             sh.shutdowns.fetch_add(1, Ordering::AcqRel);
         }
+        // Batches and announcements are taken apart by `Progress::receive`;
+        // one that gets here (inside a batch) is malformed and dropped.
+        Kind::Batch | Kind::Large => {}
     }
 }
 
@@ -68,30 +73,186 @@ fn run_stub(reply: Reply, stub: impl FnOnce(&mut Vec<u8>) -> Result<(), CallErro
     reply.send(r);
 }
 
+/// Work for a core.
+type Job = Box<dyn FnOnce() + Send>;
+
 fn call(sh: &Arc<Shared>, from: usize, h: Header, frame: Vec<u8>, bulk: Option<Vec<u8>>) {
+    if let Some((core, job)) = prepare_call(sh, from, h, frame, bulk) {
+        // A core that is shutting down drops the job, and its reply
+        // answers `Shutdown`.
+        let _ = sh.rt.core(core).spawn(job);
+    }
+}
+
+/// Validates a call and returns the job that runs it on its core; a call
+/// to the engine place runs here and now, and a refused one is answered
+/// here (`None` then).
+fn prepare_call(
+    sh: &Arc<Shared>,
+    from: usize,
+    h: Header,
+    frame: Vec<u8>,
+    bulk: Option<Vec<u8>>,
+) -> Option<(usize, Job)> {
+    if h.core == ENGINE_CORE_FIELD {
+        call_here(sh, from, h, &frame[Header::LEN..], bulk);
+        return None;
+    }
     let reply = Reply::new(sh, from, &h, CallError::Shutdown);
     let Some(entry) = sh.registry.get(h.func) else {
-        return reply.send(Err(CallError::UnknownFunction(h.func)));
+        reply.send(Err(CallError::UnknownFunction(h.func)));
+        return None;
     };
     let core = usize::from(h.core);
     if core >= sh.cores {
-        return reply.send(Err(CallError::NoSuchCore {
+        reply.send(Err(CallError::NoSuchCore {
             core,
             cores: sh.cores,
         }));
+        return None;
     }
-    let job: Box<dyn FnOnce() + Send> = match (entry.handler, bulk) {
+    let job: Job = match (entry.handler, bulk) {
         (Handler::Call(f), None) => {
             Box::new(move || run_stub(reply, |out| f(&frame[Header::LEN..], out)))
         }
         (Handler::Bulk(f), Some(b)) => {
             Box::new(move || run_stub(reply, |out| f(&frame[Header::LEN..], b, out)))
         }
-        _ => return reply.send(Err(CallError::WrongKind(entry.name.to_string()))),
+        _ => {
+            reply.send(Err(CallError::WrongKind(entry.name.to_string())));
+            return None;
+        }
     };
-    // A core that is shutting down drops the job, and its reply answers
-    // `Shutdown`.
-    let _ = sh.rt.core(core).spawn(job);
+    Some((core, job))
+}
+
+/// A call to the engine place, with its arguments `args`: runs here, on
+/// the thread that progresses MPI (or the local caller), and replies at
+/// once.
+pub(crate) fn call_here(
+    sh: &Arc<Shared>,
+    from: usize,
+    h: Header,
+    args: &[u8],
+    bulk: Option<Vec<u8>>,
+) {
+    let reply = Reply::new(sh, from, &h, CallError::Shutdown);
+    let Some(entry) = sh.registry.get(h.func) else {
+        return reply.send(Err(CallError::UnknownFunction(h.func)));
+    };
+    sh.conversing.store(true, Ordering::Relaxed);
+    match (entry.handler, bulk) {
+        (Handler::Call(f), None) => run_stub(reply, |out| f(args, out)),
+        (Handler::Bulk(f), Some(b)) => run_stub(reply, |out| f(args, b, out)),
+        _ => reply.send(Err(CallError::WrongKind(entry.name.to_string()))),
+    }
+}
+
+/// Handles the frames of one batch from `from` (`batch[r]` for each range
+/// `r` of `frames`), in order. A run of calls for cores goes to each core
+/// as one message that runs them all, straight from the batch: the
+/// progress thread only routes them, and the core decodes, runs and
+/// replies. The run ends before any other frame, so that everything this
+/// rank receives from one rank still takes effect in the order sent.
+pub(crate) fn deliver_batch(
+    sh: &Arc<Shared>,
+    from: usize,
+    batch: Vec<u8>,
+    frames: Vec<std::ops::Range<usize>>,
+) {
+    let batch = Arc::new(batch);
+    let mut run: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
+    for r in frames {
+        match Header::parse(&batch[r.clone()]) {
+            Some(h)
+                if h.kind == Kind::Call
+                    && h.core != ENGINE_CORE_FIELD
+                    && usize::from(h.core) < sh.cores
+                    && !h.has(Header::BULK) =>
+            {
+                run.push((usize::from(h.core), r));
+            }
+            _ => {
+                hand_over(sh, from, &batch, &mut run);
+                deliver(sh, from, batch[r].to_vec(), None);
+            }
+        }
+    }
+    hand_over(sh, from, &batch, &mut run);
+}
+
+/// Sends each core its calls of `run` (ranges of `batch`), in order, as
+/// one message.
+fn hand_over(
+    sh: &Arc<Shared>,
+    from: usize,
+    batch: &Arc<Vec<u8>>,
+    run: &mut Vec<(usize, std::ops::Range<usize>)>,
+) {
+    while !run.is_empty() {
+        let core = run[0].0;
+        let mut mine = Vec::new();
+        let mut rest = Vec::new();
+        for (c, r) in run.drain(..) {
+            if c == core {
+                mine.push(r);
+            } else {
+                rest.push((c, r));
+            }
+        }
+        *run = rest;
+        // Counted in progress now, each until its reply is sent (or its
+        // fallback, if the core drops the run unrun).
+        sh.handlers.fetch_add(mine.len(), Ordering::AcqRel);
+        let calls = Run {
+            sh: sh.clone(),
+            from,
+            batch: batch.clone(),
+            counted: mine.len(),
+            calls: mine.into_iter(),
+        };
+        let _ = sh.rt.core(core).spawn(move || calls.run());
+    }
+}
+
+/// Calls of one batch for one core, already counted in progress (all of
+/// them until the run is done, when it stops counting them at once).
+struct Run {
+    sh: Arc<Shared>,
+    from: usize,
+    batch: Arc<Vec<u8>>,
+    counted: usize,
+    calls: std::vec::IntoIter<std::ops::Range<usize>>,
+}
+
+impl Run {
+    fn run(mut self) {
+        for r in self.calls.by_ref() {
+            let frame = &self.batch[r];
+            let Some(h) = Header::parse(frame) else {
+                continue;
+            };
+            let reply = Reply::adopt(&self.sh, self.from, &h, CallError::Shutdown);
+            match self.sh.registry.get(h.func).map(|e| (e, e.handler)) {
+                Some((_, Handler::Call(f))) => run_stub(reply, |out| f(&frame[Header::LEN..], out)),
+                Some((e, _)) => reply.send(Err(CallError::WrongKind(e.name.to_string()))),
+                None => reply.send(Err(CallError::UnknownFunction(h.func))),
+            }
+        }
+    }
+}
+
+impl Drop for Run {
+    /// Calls not run (the core dropped the run) answer `Shutdown`; then
+    /// none of the run's calls counts as in progress any more.
+    fn drop(&mut self) {
+        for r in self.calls.by_ref() {
+            if let Some(h) = Header::parse(&self.batch[r]) {
+                drop(Reply::adopt(&self.sh, self.from, &h, CallError::Shutdown));
+            }
+        }
+        self.sh.handlers.fetch_sub(self.counted, Ordering::AcqRel);
+    }
 }
 
 fn method(sh: &Arc<Shared>, from: usize, h: Header, frame: Vec<u8>) {

@@ -1,44 +1,49 @@
-//! The progress engine: one thread per rank that owns every MPI call.
+//! The progress engine: one thread per rank that initializes MPI,
+//! progresses it whenever no other thread of the rank does, and finalizes
+//! it.
 //!
-//! It initializes MPI asking for `Threading::Funneled` (only the thread
-//! that initialized MPI calls it, which is exactly this design: the engine
-//! initializes, calls and finalizes; nobody else touches MPI), checks with
-//! the other ranks that they run the same function table and the same
-//! number of cores, and then loops:
+//! It initializes MPI asking for `Threading::Serialized` (any thread may
+//! call MPI, one at a time: the rank's progress lock, `Shared::mpi`, makes
+//! sure of that; a library that offers only `Funneled` leaves every MPI
+//! call to this thread), checks with the other ranks that they run the same
+//! function table and the same number of cores, and then loops:
 //!
-//! 1. drain the outbox: each frame (and its bulk, as a second message) goes
-//!    out with a non-blocking send from its own buffer;
-//! 2. reclaim the buffers of sends that completed;
-//! 3. run a job handed in by `World::with_mpi`, if any;
-//! 4. receive what arrived (matched probe, then a receive into a vector of
-//!    the exact size) and hand each frame to `dispatch`;
-//! 5. when idle, yield for a while, then sleep with a growing bound
-//!    (a push to the outbox wakes it at once; an MPI arrival is seen at the
-//!    next poll, within the bound).
+//! 1. if threads of this rank are polling MPI while they wait (a caller
+//!    waiting for a reply from an engine place), keep out of their way and
+//!    sleep: they receive and send for everyone, and the last of them to
+//!    give up wakes the engine;
+//! 2. otherwise take the progress lock and poll (`Progress::poll`): send
+//!    what is queued, receive and dispatch what arrived, send what that
+//!    produced;
+//! 3. run a job handed in by `World::with_mpi`, if any (after sending what
+//!    was queued before it);
+//! 4. when idle: right after running a call on the engine place, poll
+//!    without yielding for a while (`Tuning::engine_spin_us`; the caller's
+//!    next message is usually microseconds away), unless a core of this rank
+//!    is running a call and may need the CPU; then yield for a while; then
+//!    sleep with a growing bound (a push to the outbox or a waiter giving up
+//!    wakes it at once; an MPI arrival is seen at the next poll, within the
+//!    bound).
 //!
 //! Shutdown is collective and ends only when nothing is left anywhere:
 //! each rank tells every other rank it is stopping, and once a rank has
 //! heard from all, its engine joins rounds of a sum all-reduce of (frames
 //! sent, frames received, work still owed here) while it keeps serving;
 //! the first round with sent = received and nothing owed ends every
-//! engine at once (counts are taken on entry to a blocking all-reduce, so
-//! every frame counted as received was counted as sent; equal sums mean
-//! none is in flight). Then MPI is finalized.
+//! engine at once (counts are taken on entry to a blocking all-reduce,
+//! under the progress lock, so every frame counted as received was counted
+//! as sent; equal sums mean none is in flight). Then MPI is finalized.
 
-use crate::dispatch;
 use crate::error::{Error, ThreadLevel};
 use crate::header::{Header, Kind};
-use crate::raw::OwnedSend;
+use crate::progress::Progress;
 use crate::registry::{first_difference, Registry};
-use crate::shared::Shared;
+use crate::shared::{Outgoing, Shared};
 use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
 use mpi::environment::Threading;
-use mpi::point_to_point::MatchedReceiveVec;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
-use mpi::Tag;
-use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
@@ -46,18 +51,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// The tag of frames.
-const FRAME_TAG: Tag = 1;
-/// The tag of bulk messages (each follows its frame from the same rank).
-const BULK_TAG: Tag = 2;
-/// Frames received per loop before the outbox gets its turn again.
-const MAX_BATCH: usize = 64;
 /// An idle engine yields its CPU in a loop this long after its last work
-/// (not a pure spin: on a machine with fewer CPUs than threads, the core
-/// that runs the call, or the caller that waits for the reply, needs that
-/// CPU), then
-/// sleeps, from `MIN_PARK` doubling to `MAX_PARK` (the longest an MPI
-/// arrival waits for an idle engine).
+/// (after its spin, if it spun; yielding, not spinning: on a machine with
+/// fewer CPUs than threads, the core that runs a call, or the thread that
+/// waits for a reply, needs that CPU), then sleeps, from `MIN_PARK`
+/// doubling to `MAX_PARK` (the longest an MPI arrival waits for an idle
+/// engine).
 const YIELD: Duration = Duration::from_micros(200);
 const MIN_PARK: Duration = Duration::from_micros(20);
 const MAX_PARK: Duration = Duration::from_millis(1);
@@ -100,7 +99,7 @@ fn engine_main(
     timeout: Option<Duration>,
     tx: mpsc::Sender<Result<Arc<Shared>, Error>>,
 ) {
-    let Some((universe, provided)) = mpi::initialize_with_threading(Threading::Funneled) else {
+    let Some((universe, provided)) = mpi::initialize_with_threading(Threading::Serialized) else {
         let _ = tx.send(Err(Error::AlreadyInitialized));
         return;
     };
@@ -122,7 +121,8 @@ fn engine_main(
         }
     };
     let (rank, size) = (world.rank() as usize, world.size() as usize);
-    let sh = Arc::new(Shared::new(rank, size, rt, registry, timeout));
+    let serialized = provided >= ThreadLevel::Serialized;
+    let sh = Arc::new(Shared::new(rank, size, rt, registry, timeout, serialized));
     let _ = sh.engine.set(std::thread::current());
     // Before the first frame is dispatched: remote functions may ask for
     // the world the moment they run.
@@ -136,6 +136,7 @@ fn engine_main(
         eprintln!("manycore-mpi: the progress engine of rank {rank} panicked; aborting the job");
         world.abort(70);
     }
+    // (Already set under the progress lock when the engine ended normally.)
     sh.engine_gone.store(true, Ordering::Release);
     // Jobs handed in too late: dropping them tells their callers.
     sh.mpi_jobs
@@ -213,65 +214,48 @@ fn gather_tables(world: &SimpleCommunicator, mine: &str) -> Vec<String> {
         .collect()
 }
 
-/// The bulk message that follows a frame from `from`: the sender posted it
-/// right after the frame, so it is on its way; keep our own sends moving
-/// while waiting (the sender may be waiting for one of them).
-fn receive_bulk(world: &SimpleCommunicator, from: usize, inflight: &mut Vec<OwnedSend>) -> Vec<u8> {
-    let src = world.process_at_rank(from as i32);
-    loop {
-        if let Some(m) = src.immediate_matched_probe_with_tag(BULK_TAG) {
-            return m.matched_receive_vec::<u8>().0;
-        }
-        inflight.retain_mut(|s| !s.test());
-        std::hint::spin_loop();
-    }
-}
-
 fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
-    let mut batch = VecDeque::new();
-    let mut inflight: Vec<OwnedSend> = Vec::new();
-    let (mut sent, mut received) = (0u64, 0u64);
     let mut announced = false;
+    // Idle polls since the last work (no clock read while spinning), and
+    // when that work was.
+    let mut idle_polls = 0u32;
     let mut last_work = Instant::now();
+    // The last work included a call on the engine place.
+    let mut conversing = false;
     let mut park = MIN_PARK;
     loop {
         let mut worked = false;
-        sh.take_outbox(&mut batch);
-        for o in batch.drain(..) {
-            let dest = world.process_at_rank(o.to as i32);
-            inflight.push(OwnedSend::post(&dest, o.frame, FRAME_TAG));
-            if let Some(b) = o.bulk {
-                inflight.push(OwnedSend::post(&dest, b, BULK_TAG));
-            }
-            sent += 1;
-            worked = true;
+        if sh.kick.load(Ordering::Relaxed) && sh.kick.swap(false, Ordering::Acquire) {
+            // A waiter stopped polling: its message is ours to receive.
+            idle_polls = 0;
+            last_work = Instant::now();
+            park = MIN_PARK;
         }
-        inflight.retain_mut(|s| !s.test());
-        let job = sh
-            .mpi_jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop_front();
-        if let Some(job) = job {
+        let urgent = sh.jobs_queued.load(Ordering::Acquire)
+            || sh.stopping.load(Ordering::Acquire)
+            || sh.abort.load(Ordering::Acquire);
+        if sh.pollers.load(Ordering::Acquire) > 0 && !urgent {
+            // Threads of this rank poll MPI while they wait: they receive
+            // and send for everyone; competing for the lock (and a CPU, and
+            // preempting them on every wakeup) would only delay them. The
+            // last of them to stop polling without its message wakes us.
+            std::thread::park_timeout(MAX_PARK);
+            continue;
+        }
+        let Some(mut p) = lock(sh) else {
+            // A waiting thread progresses MPI for now; look again later.
+            std::thread::park_timeout(park);
+            park = (park * 2).min(MAX_PARK);
+            continue;
+        };
+        worked |= p.poll(sh, world);
+        if let Some(job) = sh.take_job() {
+            // Frames queued before the job was (by the thread that handed
+            // it in, say) leave before it runs: it may wait, in a raw MPI
+            // collective, for ranks that wait for those frames.
+            p.drain(sh, world);
             job(world);
             worked = true;
-        }
-        for _ in 0..MAX_BATCH {
-            let Some(m) = world
-                .any_process()
-                .immediate_matched_probe_with_tag(FRAME_TAG)
-            else {
-                break;
-            };
-            let (frame, status) = m.matched_receive_vec::<u8>();
-            let from = status.source_rank() as usize;
-            received += 1;
-            worked = true;
-            let bulk = match Header::parse(&frame) {
-                Some(h) if h.has(Header::BULK) => Some(receive_bulk(world, from, &mut inflight)),
-                _ => None,
-            };
-            dispatch::deliver(sh, from, frame, bulk);
         }
         if sh.abort.load(Ordering::Acquire) {
             eprintln!(
@@ -284,39 +268,75 @@ fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
             if !announced {
                 announced = true;
                 for r in (0..sh.size).filter(|&r| r != sh.rank) {
-                    let dest = world.process_at_rank(r as i32);
-                    inflight.push(OwnedSend::post(
-                        &dest,
-                        Header::new(Kind::Shutdown).frame(0),
-                        FRAME_TAG,
-                    ));
-                    sent += 1;
+                    let frame = Header::new(Kind::Shutdown).frame(0);
+                    p.post(
+                        world,
+                        Outgoing {
+                            to: r,
+                            frame,
+                            bulk: None,
+                        },
+                    );
                 }
                 continue;
             }
             if sh.shutdowns.load(Ordering::Acquire) + 1 >= sh.size {
-                let mine = [sent, received, sh.busy()];
+                // Counted on entry to the all-reduce, under the progress
+                // lock: nobody on this rank sends while we are inside it.
+                let mine = [p.sent, p.received, sh.busy() + p.backlogged() as u64];
                 let mut sum = [0u64; 3];
                 world.all_reduce_into(&mine[..], &mut sum[..], SystemOperation::sum());
                 if sum[0] == sum[1] && sum[2] == 0 {
+                    p.finish();
+                    // Under the lock: no thread calls MPI after this.
+                    sh.engine_gone.store(true, Ordering::Release);
                     break;
                 }
             }
         }
+        drop(p);
         if worked {
-            last_work = Instant::now();
+            idle_polls = 0;
             park = MIN_PARK;
+            conversing = sh.conversing.swap(false, Ordering::Relaxed);
+            continue;
+        }
+        if idle_polls == 0 {
+            last_work = Instant::now();
+        }
+        idle_polls = idle_polls.saturating_add(1);
+        // The clock is read every 16th idle poll.
+        if idle_polls % 16 != 0 {
+            std::hint::spin_loop();
             continue;
         }
         let idle = last_work.elapsed();
-        if idle < YIELD {
+        let spin = if conversing {
+            sh.engine_spin()
+        } else {
+            Duration::ZERO
+        };
+        if idle < spin && sh.handlers.load(Ordering::Relaxed) == 0 {
+            // This engine just ran a call on the engine place, and nothing
+            // here runs a call on a core (which might need this CPU): poll
+            // again at once, as MPI's own blocking calls do; the caller's
+            // next message is usually microseconds away.
+            std::hint::spin_loop();
+        } else if idle < spin + YIELD {
             std::thread::yield_now();
         } else {
             std::thread::park_timeout(park);
             park = (park * 2).min(MAX_PARK);
         }
     }
-    for s in inflight {
-        s.wait();
+}
+
+/// The progress lock for the engine: taken if free (or if only the engine
+/// ever takes it); `None` while a waiting thread holds it.
+fn lock(sh: &Shared) -> Option<std::sync::MutexGuard<'_, Progress>> {
+    match sh.mpi.try_lock() {
+        Ok(g) => Some(g),
+        Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
     }
 }

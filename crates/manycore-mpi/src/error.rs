@@ -51,6 +51,9 @@ pub enum CallError {
     NotLocal,
     /// A group operation on a group with no members.
     EmptyGroup,
+    /// A thread that is progressing MPI (running a function addressed to
+    /// the engine place) waited for a message: only it could receive it.
+    WouldBlock,
 }
 
 impl fmt::Display for CallError {
@@ -74,6 +77,9 @@ impl fmt::Display for CallError {
             CallError::Consumed => f.write_str("the result was already taken"),
             CallError::NotLocal => f.write_str("the object lives on another rank"),
             CallError::EmptyGroup => f.write_str("the group has no members"),
+            CallError::WouldBlock => f.write_str(
+                "a function running on the progress engine waited for a message, which only its own thread could receive",
+            ),
         }
     }
 }
@@ -143,6 +149,10 @@ pub enum Error {
     Task(CallError),
     /// A value could not be encoded or decoded.
     Codec(String),
+    /// A thread that is progressing MPI (running a function addressed to
+    /// the engine place) entered a collective or `with_mpi`: only it could
+    /// make the progress that needs.
+    WouldBlock,
 }
 
 impl fmt::Display for Error {
@@ -172,6 +182,9 @@ impl fmt::Display for Error {
             Error::Shutdown => f.write_str("the world is shut down"),
             Error::Task(e) => write!(f, "distributed join failed: {e}"),
             Error::Codec(m) => write!(f, "codec: {m}"),
+            Error::WouldBlock => f.write_str(
+                "a function running on the progress engine entered a collective or with_mpi",
+            ),
         }
     }
 }

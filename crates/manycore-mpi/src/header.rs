@@ -7,7 +7,7 @@
 //! |-------|---------|-----------------------------------------------------------|
 //! | 0     | kind    | [`Kind`]                                                  |
 //! | 1     | flags   | [`Header::BULK`], [`Header::ONE_WAY`], [`Header::FAILED`] |
-//! | 2-3   | core    | destination core on the receiving rank                    |
+//! | 2-3   | core    | destination core on the receiving rank (`u16::MAX`: its progress engine) |
 //! | 4-7   | func    | function id (its index in the sorted registry)            |
 //! | 8-15  | seq     | the caller's sequence number, a ticket, or an epoch       |
 //! | 16-23 | object  | remote object (slot << 32 \| generation), an epoch, or the id of a group's combining function |
@@ -44,6 +44,12 @@ pub enum Kind {
     /// Run a method on several objects of the receiving rank and reply
     /// with their results combined (`RemoteGroup::reduce`).
     GroupMethod = 13,
+    /// Several frames for the same rank in one message: `seq` counts them,
+    /// and each follows as its length (u32, little-endian) and its bytes.
+    Batch = 14,
+    /// A frame too long for the receives posted in advance follows as the
+    /// next bulk-tagged message from the same rank; `seq` is its length.
+    Large = 15,
 }
 
 impl Kind {
@@ -63,6 +69,8 @@ impl Kind {
             11 => CollectiveDown,
             12 => Shutdown,
             13 => GroupMethod,
+            14 => Batch,
+            15 => Large,
             _ => return None,
         })
     }

@@ -4,8 +4,10 @@
 //! A *place* is (rank, core): one core of the manycore runtime of one MPI
 //! rank. Remote functions are declared with [`remote_fn!`] and registered
 //! at start; a call to another rank travels as a frame (a 32-byte header
-//! and the serde-encoded arguments) through one *progress engine* per rank,
-//! a thread that owns every MPI call, and runs on the named core there.
+//! and the serde-encoded arguments), sent by the calling thread itself or
+//! by the rank's *progress engine*, and runs on the named core there. One
+//! thread of a rank calls MPI at a time: the engine, or a thread that polls
+//! MPI while it waits for a reply.
 //! The protocol, the engine and the stealing protocol across ranks are
 //! described in `src/README.md`.
 //!
@@ -26,7 +28,10 @@
 //!   check); `world.place(rank, core)` is a `Place`; `place.call(&f, a)`
 //!   returns a `Pending<R>` (`wait`, `wait_timeout`, `.await`);
 //!   `place.spawn` is one-way; `place.call_bulk` sends [`Bulk`] bytes beside
-//!   the arguments.
+//!   the arguments. `world.engine_place(rank)` is the place where a short
+//!   function runs on the thread that progresses that rank's MPI, with no
+//!   core in between: the shortest round trip (a caller waiting for it
+//!   polls MPI itself).
 //! * `world.put(core, obj)` returns a `Remote<T>` that carries its rank;
 //!   `remote.call(&method, a)` runs a registered method on the object's core;
 //!   a `RemoteGroup` of such pointers, on any ranks, is invoked together
@@ -133,6 +138,8 @@ mod pending;
 #[cfg(feature = "mpi")]
 mod place;
 #[cfg(feature = "mpi")]
+mod progress;
+#[cfg(feature = "mpi")]
 mod raw;
 mod registry;
 #[cfg(feature = "mpi")]
@@ -165,6 +172,9 @@ pub use object::Remote;
 pub use pending::Pending;
 #[cfg(feature = "mpi")]
 pub use place::Place;
+#[cfg(feature = "mpi")]
+#[doc(hidden)]
+pub use progress::Tuning;
 #[cfg(feature = "mpi")]
 pub use worker::JoinStats;
 #[cfg(feature = "mpi")]

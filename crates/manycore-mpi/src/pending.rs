@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
@@ -37,8 +38,9 @@ struct SlotState {
 }
 
 /// Where a reply lands: written once by whoever delivers it, read once.
+/// The flag mirrors "a value was stored" for waiters that poll.
 #[derive(Default)]
-pub(crate) struct Oneshot(Mutex<SlotState>);
+pub(crate) struct Oneshot(Mutex<SlotState>, AtomicBool);
 
 impl Oneshot {
     pub(crate) fn complete(&self, r: Result<Vec<u8>, CallError>) {
@@ -48,6 +50,7 @@ impl Oneshot {
                 return;
             }
             s.value = Some(r);
+            self.1.store(true, Ordering::Release);
             s.waker.take()
         };
         if let Some(w) = waker {
@@ -55,9 +58,9 @@ impl Oneshot {
         }
     }
 
+    /// Whether the reply (or the failure) is in (or was taken).
     fn is_done(&self) -> bool {
-        let s = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        s.value.is_some() || s.taken
+        self.1.load(Ordering::Acquire)
     }
 
     /// Registers `w` to be woken on completion; true if already complete.
@@ -106,6 +109,9 @@ pub struct Pending<T> {
     slot: Arc<Oneshot>,
     seq: u64,
     shared: Option<Arc<Shared>>,
+    /// The reply comes from a progress thread with no other thread in
+    /// between (a call to an engine place): wait polling without yielding.
+    spin: bool,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -129,11 +135,17 @@ impl<T> Drop for Pending<T> {
 }
 
 impl<T> Pending<T> {
-    pub(crate) fn new(slot: Arc<Oneshot>, seq: u64, shared: Option<Arc<Shared>>) -> Self {
+    pub(crate) fn new(
+        slot: Arc<Oneshot>,
+        seq: u64,
+        shared: Option<Arc<Shared>>,
+        spin: bool,
+    ) -> Self {
         Pending {
             slot,
             seq,
             shared,
+            spin,
             _t: PhantomData,
         }
     }
@@ -142,7 +154,7 @@ impl<T> Pending<T> {
     pub(crate) fn failed(e: CallError) -> Self {
         let slot = Arc::new(Oneshot::default());
         slot.complete(Err(e));
-        Self::new(slot, 0, None)
+        Self::new(slot, 0, None, false)
     }
 
     /// True once the reply (or the failure) is in.
@@ -165,25 +177,82 @@ impl<T: DeserializeOwned> Pending<T> {
     }
 
     fn wait_until(self, deadline: Option<Instant>) -> Result<T, CallError> {
+        if self.slot.is_done() {
+            return self.finish();
+        }
+        if crate::progress::progressing() {
+            // This thread holds the progress lock (a function addressed to
+            // the engine place waits for a call): only it could receive
+            // the reply.
+            return Err(CallError::WouldBlock);
+        }
         let on_core = manycore_rt::current();
-        let waker = match &on_core {
-            Some(core) => Waker::from(Arc::new(CoreWake(core.clone()))),
-            None => Waker::from(Arc::new(ThreadWake(std::thread::current()))),
+        // Made when first needed: most waits end while polling.
+        let mut waker: Option<Waker> = None;
+        let mut waker = || -> Waker {
+            waker
+                .get_or_insert_with(|| match &on_core {
+                    Some(core) => Waker::from(Arc::new(CoreWake(core.clone()))),
+                    None => Waker::from(Arc::new(ThreadWake(std::thread::current()))),
+                })
+                .clone()
         };
-        let spin_until = Instant::now() + SPIN;
+        // Polling MPI ourselves, we poll for the world's window; else we
+        // yield for a while, so that whoever produces the reply can run.
+        // Only for a reply that the peer's progress thread sends at once
+        // (a call to an engine place): a call that a core must run takes
+        // microseconds more, which a thread of this rank polling MPI would
+        // only take from that core (ranks often share a machine's CPUs).
+        let mut polling = match &self.shared {
+            Some(s) if self.spin => s.polling(),
+            _ => None,
+        };
+        let window = match (&polling, &self.shared) {
+            (Some(_), Some(s)) => s.poll_window(),
+            _ => SPIN,
+        };
+        let spin_until = Instant::now() + window;
+        let mut handed_over = false;
+        let mut polls = 0u32;
         loop {
             if self.slot.is_done() {
                 return self.finish();
             }
-            if Instant::now() < spin_until && deadline.is_none_or(|d| Instant::now() < d) {
-                if on_core.is_none() || manycore_rt::poll_once() == 0 {
+            // Poll MPI ourselves if we can: the reply is then received and
+            // completed on this thread, with no engine in between.
+            if let (Some(_), Some(s)) = (&polling, &self.shared) {
+                s.progress_once();
+            }
+            if self.slot.is_done() {
+                return self.finish();
+            }
+            // The clock is read every 16th poll while spinning.
+            polls = polls.wrapping_add(1);
+            if polling.is_some() && polls % 16 != 0 {
+                continue;
+            }
+            let now = Instant::now();
+            if now < spin_until && deadline.is_none_or(|d| now < d) {
+                let served = on_core.is_some() && manycore_rt::poll_once() > 0;
+                // Polling for a reply that only the peer's progress thread
+                // produces, we keep the CPU, as MPI's own blocking calls
+                // do; else we yield it to whoever produces the reply.
+                if polling.is_none() && !served {
                     std::thread::yield_now();
                 }
                 continue;
             }
+            if !handed_over {
+                // From now on the engine progresses for us.
+                handed_over = true;
+                if polling.take().is_some() {
+                    if let Some(s) = &self.shared {
+                        s.hand_over();
+                    }
+                }
+            }
             let park = match deadline {
                 Some(d) => {
-                    let now = Instant::now();
                     if now >= d {
                         return if self.slot.is_done() {
                             self.finish()
@@ -196,10 +265,10 @@ impl<T: DeserializeOwned> Pending<T> {
                 None => MAX_PARK,
             };
             if on_core.is_some() {
-                if manycore_rt::poll_once() == 0 && !self.slot.register(&waker) {
+                if manycore_rt::poll_once() == 0 && !self.slot.register(&waker()) {
                     manycore_rt::park_current(park);
                 }
-            } else if !self.slot.register(&waker) {
+            } else if !self.slot.register(&waker()) {
                 std::thread::park_timeout(park);
             }
         }

@@ -30,12 +30,16 @@ impl std::fmt::Debug for Place {
 }
 
 impl Place {
+    /// The core number of a rank's engine place
+    /// ([`World::engine_place`](crate::World::engine_place)).
+    pub const ENGINE: usize = crate::shared::ENGINE_CORE;
+
     /// The rank.
     pub fn rank(&self) -> usize {
         self.rank
     }
 
-    /// The core of that rank.
+    /// The core of that rank ([`Place::ENGINE`] for its engine place).
     pub fn core(&self) -> usize {
         self.core
     }

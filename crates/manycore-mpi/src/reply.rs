@@ -16,6 +16,8 @@ pub(crate) struct Reply {
     seq: u64,
     one_way: bool,
     sent: bool,
+    /// Counted in `handlers` by this reply (else by whoever adopted it).
+    counted: bool,
     fallback: CallError,
 }
 
@@ -30,12 +32,32 @@ impl Reply {
             seq: h.seq,
             one_way: h.has(Header::ONE_WAY),
             sent: false,
+            counted: true,
             fallback,
         }
     }
 
-    /// A reply frame's header, for the handler to append its result to.
+    /// The same for a call already counted in progress by a whole run of
+    /// calls handed to a core at once (`dispatch::deliver_batch`), which
+    /// also stops counting it.
+    pub(crate) fn adopt(shared: &Arc<Shared>, to: usize, h: &Header, fallback: CallError) -> Self {
+        Reply {
+            shared: shared.clone(),
+            to,
+            seq: h.seq,
+            one_way: h.has(Header::ONE_WAY),
+            sent: false,
+            counted: false,
+            fallback,
+        }
+    }
+
+    /// A reply frame's header, for the handler to append its result to
+    /// (nothing for a one-way call: its result is dropped).
     pub(crate) fn buffer(&self) -> Vec<u8> {
+        if self.one_way {
+            return Vec::new();
+        }
         let mut h = Header::new(Kind::Reply);
         h.seq = self.seq;
         h.frame(64)
@@ -60,7 +82,9 @@ impl Reply {
             };
             self.shared.send(self.to, frame, None);
         }
-        self.shared.handlers.fetch_sub(1, Ordering::AcqRel);
+        if self.counted {
+            self.shared.handlers.fetch_sub(1, Ordering::AcqRel);
+        }
     }
 }
 

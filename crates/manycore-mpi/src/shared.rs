@@ -9,17 +9,29 @@ use crate::error::CallError;
 use crate::header::{Header, Kind};
 use crate::object::ObjectTable;
 use crate::pending::{Oneshot, Pending};
+use crate::progress::{Progress, Tuning};
 use crate::registry::Registry;
 use crate::worker::JoinInbox;
 use manycore_rt::Runtime;
+use mpi::topology::SimpleCommunicator;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, TryLockError};
 use std::thread::Thread;
 use std::time::Duration;
 
 /// Work for the engine thread with the world communicator (`World::with_mpi`).
 pub(crate) type MpiJob = Box<dyn FnOnce(&mpi::topology::SimpleCommunicator) + Send>;
+
+/// Frames in the outbox at which a sender of one-way frames sends them
+/// itself (see `Shared::send`).
+const FLUSH_AT: usize = 32;
+
+/// The core number that names a rank's progress engine (`Place::ENGINE`):
+/// a call addressed there runs on whichever thread is progressing MPI.
+pub(crate) const ENGINE_CORE: usize = usize::MAX;
+/// The same in a frame's 16-bit core field.
+pub(crate) const ENGINE_CORE_FIELD: u16 = u16::MAX;
 
 /// Where an invocation goes and what it runs there.
 pub(crate) struct Target {
@@ -57,11 +69,36 @@ pub(crate) struct Shared {
     pub(crate) rt: Runtime,
     pub(crate) registry: &'static Registry,
     pub(crate) timeout: Option<Duration>,
+    /// The rank's MPI state; whoever holds this lock may call MPI.
+    pub(crate) mpi: Mutex<Progress>,
+    /// The library lets any thread call MPI, one at a time
+    /// (`Threading::Serialized` or better); else only the engine does.
+    pub(crate) serialized: bool,
+    /// [`Tuning`]: its switches as bits, and its poll window.
+    tuning: AtomicU8,
+    poll_us: AtomicU32,
+    engine_spin_us: AtomicU32,
+    poll_every: AtomicU32,
     outbox: Mutex<VecDeque<Outgoing>>,
+    /// Whether the outbox may hold frames (set under its lock by a push,
+    /// cleared under it by a take): a poll that finds it clear skips the
+    /// lock.
+    queued: AtomicBool,
     pub(crate) mpi_jobs: Mutex<VecDeque<MpiJob>>,
+    /// Whether `mpi_jobs` may hold a job (the same way).
+    pub(crate) jobs_queued: AtomicBool,
     pub(crate) engine: OnceLock<Thread>,
     /// Set once the engine has finalized MPI: nothing can be sent any more.
     pub(crate) engine_gone: AtomicBool,
+    /// A thread that polled MPI while it waited gives up and sleeps: the
+    /// engine is to poll eagerly again (see [`hand_over`](Self::hand_over)).
+    pub(crate) kick: AtomicBool,
+    /// Threads polling MPI while they wait ([`Polling`]): while there are
+    /// any, the engine keeps out of their way.
+    pub(crate) pollers: AtomicUsize,
+    /// A call to the engine place ran here: a conversation with its caller
+    /// is likely on, and the engine polls without yielding for a while.
+    pub(crate) conversing: AtomicBool,
     /// Set by `World::finalize`: the engine starts the shutdown protocol.
     pub(crate) stopping: AtomicBool,
     /// Set when the world is dropped by a panicking thread: the engine
@@ -81,6 +118,16 @@ pub(crate) struct Shared {
 
 static CURRENT: RwLock<Option<Arc<Shared>>> = RwLock::new(None);
 
+/// A thread polling MPI while it waits (counted in `Shared::pollers` until
+/// dropped).
+pub(crate) struct Polling<'a>(&'a Shared);
+
+impl Drop for Polling<'_> {
+    fn drop(&mut self) {
+        self.0.pollers.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 impl Shared {
     pub(crate) fn new(
         rank: usize,
@@ -88,18 +135,30 @@ impl Shared {
         rt: Runtime,
         registry: &'static Registry,
         timeout: Option<Duration>,
+        serialized: bool,
     ) -> Self {
-        Shared {
+        let sh = Shared {
             rank,
             size,
             cores: rt.num_cores(),
             rt,
             registry,
             timeout,
+            mpi: Mutex::new(Progress::default()),
+            serialized,
+            tuning: AtomicU8::new(0),
+            poll_us: AtomicU32::new(0),
+            engine_spin_us: AtomicU32::new(0),
+            poll_every: AtomicU32::new(0),
             outbox: Mutex::new(VecDeque::new()),
+            queued: AtomicBool::new(false),
             mpi_jobs: Mutex::new(VecDeque::new()),
+            jobs_queued: AtomicBool::new(false),
             engine: OnceLock::new(),
             engine_gone: AtomicBool::new(false),
+            kick: AtomicBool::new(false),
+            pollers: AtomicUsize::new(0),
+            conversing: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             abort: AtomicBool::new(false),
             shutdowns: AtomicUsize::new(0),
@@ -109,7 +168,104 @@ impl Shared {
             objects: ObjectTable::default(),
             join: JoinInbox::default(),
             coll: CollectiveInbox::default(),
+        };
+        sh.set_tuning(Tuning::default());
+        sh
+    }
+
+    /// How this rank drives MPI now.
+    pub(crate) fn tuning(&self) -> Tuning {
+        let b = self.tuning.load(Ordering::Relaxed);
+        Tuning {
+            waiters_progress: b & 1 != 0,
+            direct_send: b & 2 != 0,
+            coalesce: b & 4 != 0,
+            coll_poll: b & 8 != 0,
+            poll_us: self.poll_us.load(Ordering::Relaxed),
+            engine_spin_us: self.engine_spin_us.load(Ordering::Relaxed),
+            poll_every: self.poll_every.load(Ordering::Relaxed),
         }
+    }
+
+    /// Changes how this rank drives MPI (takes effect at once; frames
+    /// already queued keep their order). Without `Serialized` threading,
+    /// waiters and senders never call MPI whatever the tuning says.
+    pub(crate) fn set_tuning(&self, t: Tuning) {
+        let b = u8::from(t.waiters_progress)
+            | u8::from(t.direct_send) << 1
+            | u8::from(t.coalesce) << 2
+            | u8::from(t.coll_poll) << 3;
+        self.tuning.store(b, Ordering::Relaxed);
+        self.poll_us.store(t.poll_us, Ordering::Relaxed);
+        self.engine_spin_us
+            .store(t.engine_spin_us, Ordering::Relaxed);
+        self.poll_every.store(t.poll_every, Ordering::Relaxed);
+    }
+
+    /// How long an idle engine polls without yielding.
+    pub(crate) fn engine_spin(&self) -> Duration {
+        Duration::from_micros(u64::from(self.engine_spin_us.load(Ordering::Relaxed)))
+    }
+
+    /// How long a waiter that polls MPI itself polls before it sleeps.
+    pub(crate) fn poll_window(&self) -> Duration {
+        Duration::from_micros(u64::from(self.poll_us.load(Ordering::Relaxed)))
+    }
+
+    /// A waiting thread stops polling MPI and sleeps until its message is
+    /// dispatched: the engine, which backed off while the waiter polled,
+    /// polls eagerly again from now (as after work of its own).
+    pub(crate) fn hand_over(&self) {
+        self.kick.store(true, Ordering::Release);
+        self.wake_engine();
+    }
+
+    /// Wakes the progress engine.
+    pub(crate) fn wake_engine(&self) {
+        if let Some(t) = self.engine.get() {
+            t.unpark();
+        }
+    }
+
+    /// The progress lock, if this thread may take it now: the library lets
+    /// any thread call MPI, nobody else holds it, and MPI is still up.
+    pub(crate) fn try_progress(&self) -> Option<MutexGuard<'_, Progress>> {
+        if !self.serialized {
+            return None;
+        }
+        let g = match self.mpi.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
+        if self.engine_gone.load(Ordering::Acquire) {
+            return None;
+        }
+        Some(g)
+    }
+
+    /// Marks the calling thread as polling MPI while it waits, if it may
+    /// (the tuning says so and the library lets any thread call MPI);
+    /// `None` if it must leave progress to the engine.
+    pub(crate) fn polling(&self) -> Option<Polling<'_>> {
+        if !self.serialized || !self.tuning().waiters_progress {
+            return None;
+        }
+        self.pollers.fetch_add(1, Ordering::AcqRel);
+        Some(Polling(self))
+    }
+
+    /// One round of progress by a thread that waits for a message (a reply,
+    /// a collective's partial): `Some(whether anything happened)` if it
+    /// could take the progress lock, `None` if it must leave progress to
+    /// whoever holds it (or to the engine).
+    pub(crate) fn progress_once(self: &Arc<Self>) -> Option<bool> {
+        // `waiters_progress`, without reading the whole tuning.
+        if self.tuning.load(Ordering::Relaxed) & 1 == 0 {
+            return None;
+        }
+        let mut p = self.try_progress()?;
+        Some(p.poll(self, &SimpleCommunicator::world()))
     }
 
     /// The world of this process, if one is running.
@@ -121,27 +277,110 @@ impl Shared {
         *CURRENT.write().unwrap_or_else(|e| e.into_inner()) = s;
     }
 
-    /// Sends a frame to `to`: on this rank straight to `dispatch`, to
-    /// another through the engine. Order per (sender thread, destination)
-    /// is kept: the outbox is FIFO and MPI does not overtake.
+    /// Sends a frame to `to`: on this rank straight to `dispatch`; to
+    /// another, posted by this thread if the progress lock is free (and the
+    /// tuning says so), else queued for whoever progresses next (the engine
+    /// is woken). One-way frames are queued when coalescing is on, so that
+    /// a stream of them leaves in batches. Order per (sender thread,
+    /// destination) is kept: the outbox is FIFO, a direct send first sends
+    /// what the outbox holds, and MPI does not overtake.
     pub(crate) fn send(self: &Arc<Self>, to: usize, frame: Vec<u8>, bulk: Option<Vec<u8>>) {
         if to == self.rank {
             crate::dispatch::deliver(self, to, frame, bulk);
             return;
         }
-        self.outbox
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(Outgoing { to, frame, bulk });
-        if let Some(t) = self.engine.get() {
-            t.unpark();
+        let mut o = Outgoing { to, frame, bulk };
+        // Inside a poll on this thread (a reply of a function it runs): the
+        // poll sends it when the function returns.
+        o = match crate::progress::defer(o) {
+            Ok(()) => return,
+            Err(o) => o,
+        };
+        let t = self.tuning();
+        let one_way = o.frame.get(1).is_some_and(|f| f & Header::ONE_WAY != 0);
+        if t.direct_send && !(t.coalesce && one_way) {
+            match self.send_direct(o) {
+                Ok(()) => return,
+                Err(back) => o = back,
+            }
         }
+        let queued = {
+            let mut q = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
+            q.push_back(o);
+            self.queued.store(true, Ordering::Release);
+            q.len()
+        };
+        // A stream of one-way frames: every so many, the sender packs and
+        // posts them itself if it can, instead of leaving it all to the
+        // engine (on a small machine, one thread fewer that needs a CPU).
+        if t.direct_send && queued >= FLUSH_AT && self.flush_outbox() {
+            return;
+        }
+        self.wake_engine();
     }
 
-    /// Moves the outbox's frames into `into` (the engine's batch).
+    /// Sends what the outbox holds from this thread, if it can take the
+    /// progress lock; whether it did (and nothing is left in flight).
+    fn flush_outbox(self: &Arc<Self>) -> bool {
+        let Some(mut p) = self.try_progress() else {
+            return false;
+        };
+        p.drain(self, &SimpleCommunicator::world());
+        p.reclaim();
+        !p.sending()
+    }
+
+    /// Posts `o` from this thread if it can take the progress lock.
+    fn send_direct(self: &Arc<Self>, o: Outgoing) -> Result<(), Outgoing> {
+        let Some(mut p) = self.try_progress() else {
+            return Err(o);
+        };
+        let comm = SimpleCommunicator::world();
+        // What was queued before this frame leaves before it.
+        p.send(self, &comm, o);
+        // A short send is usually done at once: then the engine need not
+        // be woken (a wakeup is a system call here, and a thread that may
+        // preempt a spinning one there).
+        p.reclaim();
+        let sending = p.sending();
+        drop(p);
+        if sending {
+            // A send MPI has not finished needs progress: the engine's.
+            self.wake_engine();
+        }
+        Ok(())
+    }
+
+    /// Whether the outbox may hold frames (a hint: see `take_outbox`).
+    pub(crate) fn queued(&self) -> bool {
+        self.queued.load(Ordering::Acquire)
+    }
+
+    /// Moves the outbox's frames into `into` (only under the progress lock,
+    /// which keeps the order of direct sends and queued frames).
     pub(crate) fn take_outbox(&self, into: &mut VecDeque<Outgoing>) {
+        // A push by this thread is seen (program order); one by another
+        // thread racing with this look is seen at the next poll, and its
+        // pusher woke the engine.
+        if !self.queued.load(Ordering::Acquire) {
+            return;
+        }
         let mut q = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
-        std::mem::swap(&mut *q, into);
+        into.append(&mut q);
+        self.queued.store(false, Ordering::Relaxed);
+    }
+
+    /// The next job for `World::with_mpi`, if any.
+    pub(crate) fn take_job(&self) -> Option<MpiJob> {
+        if !self.jobs_queued.load(Ordering::Acquire) {
+            return None;
+        }
+        let mut q = self.mpi_jobs.lock().unwrap_or_else(|e| e.into_inner());
+        let job = q.pop_front();
+        if q.is_empty() {
+            self.jobs_queued.store(false, Ordering::Relaxed);
+        }
+        job
     }
 
     /// Work this rank still owes or awaits (the shutdown protocol ends when
@@ -159,7 +398,7 @@ impl Shared {
                 size: self.size,
             });
         }
-        if core >= self.cores {
+        if core >= self.cores && core != ENGINE_CORE {
             return Err(CallError::NoSuchCore {
                 core,
                 cores: self.cores,
@@ -183,7 +422,11 @@ impl Shared {
         }
         self.check_place(to.rank, to.core)?;
         let mut h = Header::new(to.kind);
-        h.core = to.core as u16;
+        h.core = if to.core == ENGINE_CORE {
+            ENGINE_CORE_FIELD
+        } else {
+            to.core as u16
+        };
         h.func = to.func?;
         h.seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         h.object = to.object;
@@ -216,8 +459,9 @@ impl Shared {
         encode: impl FnOnce(&mut Vec<u8>) -> Result<(), crate::codec::CodecError>,
         bulk: Option<Vec<u8>>,
     ) -> Pending<R> {
+        let spin = to.core == ENGINE_CORE;
         match self.invoke(to, encode, bulk, false) {
-            Ok(Some((seq, slot))) => Pending::new(slot, seq, Some(self.clone())),
+            Ok(Some((seq, slot))) => Pending::new(slot, seq, Some(self.clone()), spin),
             Ok(None) => Pending::failed(CallError::Consumed),
             Err(e) => Pending::failed(e),
         }

@@ -199,10 +199,26 @@ struct Worker<'s> {
     next_victim: Cell<usize>,
     backoff: Cell<Duration>,
     next_request: Cell<Instant>,
+    /// Joins until this worker next polls MPI itself (see `demand`).
+    until_poll: Cell<u32>,
+    /// `Tuning::poll_every` when the join began.
+    poll_every: u32,
 }
 
 impl Scheduler for Worker<'_> {
     fn demand(&self) -> bool {
+        // MuSE's MAX_SEQUENTIAL: every so many joins, look at the network
+        // ourselves, so that a steal request reaches a busy victim as soon
+        // as that, not when the victim's engine next wakes.
+        if self.poll_every > 0 {
+            let left = self.until_poll.get();
+            if left <= 1 {
+                self.until_poll.set(self.poll_every);
+                self.sh.progress_once();
+            } else {
+                self.until_poll.set(left - 1);
+            }
+        }
         self.sh.join.demand.load(Ordering::Relaxed)
     }
 
@@ -290,6 +306,9 @@ impl Worker<'_> {
             self.outstanding.set(true);
             self.count(|c| &c.requests);
             self.sh.send(victim, h.frame(0), None);
+            // The answer comes through our engine, perhaps asleep after a
+            // quiet spell: it is to poll eagerly from now.
+            self.sh.hand_over();
             return;
         }
         let park = if self.outstanding.get() {
@@ -380,6 +399,8 @@ impl World {
             next_victim: Cell::new(0),
             backoff: Cell::new(MIN_BACKOFF),
             next_request: Cell::new(Instant::now()),
+            until_poll: Cell::new(1),
+            poll_every: sh.tuning().poll_every,
         };
         w.answers_seen.set(sh.join.lock().answers);
         let r = if sh.rank == 0 {

@@ -55,12 +55,13 @@ impl Builder {
     /// and checks, with every rank, that all run the same remote functions
     /// with the same number of cores. Collective.
     pub fn init(self) -> Result<World, Error> {
-        if self.cores > usize::from(u16::MAX) + 1 {
-            // A frame names its core in 16 bits.
+        if self.cores > usize::from(u16::MAX) {
+            // A frame names its core in 16 bits, and u16::MAX names the
+            // engine place.
             return Err(Error::Runtime(manycore_rt::Error::InvalidConfig(format!(
                 "{} cores per rank; a frame can name {}",
                 self.cores,
-                usize::from(u16::MAX) + 1
+                u16::MAX
             ))));
         }
         let rt = Runtime::builder()
@@ -144,7 +145,8 @@ impl World {
     }
 
     /// The place (rank, core). Calls to a place that does not exist fail
-    /// with `NoSuchRank` or `NoSuchCore`.
+    /// with `NoSuchRank` or `NoSuchCore`. `core` may be
+    /// [`Place::ENGINE`]: see [`engine_place`](Self::engine_place).
     pub fn place(&self, rank: usize, core: usize) -> Place {
         Place {
             shared: self.shared.clone(),
@@ -153,13 +155,51 @@ impl World {
         }
     }
 
-    /// Runs `f` on the progress engine's thread, the only thread that may
-    /// call MPI (the engine asked for `Threading::Funneled`), with the world
-    /// communicator, and returns its result: raw MPI beside the runtime's
-    /// own traffic. The engine serves nothing while `f` runs, so `f` must
-    /// not wait for anything that needs this rank's frames; a collective
-    /// MPI call inside `f` must be made by every rank's `f`. Use tags other
-    /// than 1 and 2 (the engine's). Blocks the calling thread.
+    /// The engine place of `rank`: a function called there runs on the
+    /// thread that is progressing that rank's MPI when the call arrives (its
+    /// progress engine, or a thread of that rank waiting for a message), and
+    /// replies at once, without a handoff to a core and back: the shortest
+    /// round trip. Like an interrupt handler, such a function must be short
+    /// and must not wait: a call it waits for fails with
+    /// [`CallError::WouldBlock`](crate::CallError::WouldBlock), a collective
+    /// or `with_mpi` with [`Error::WouldBlock`]. Methods of remote objects
+    /// run on their object's core, never here.
+    pub fn engine_place(&self, rank: usize) -> Place {
+        self.place(rank, Place::ENGINE)
+    }
+
+    /// How this rank drives MPI now (see [`Tuning`](crate::Tuning)).
+    #[doc(hidden)]
+    pub fn tuning(&self) -> crate::Tuning {
+        self.shared.tuning()
+    }
+
+    /// Changes how this rank drives MPI, for benchmarks that compare the
+    /// ways in one job. Every rank may choose on its own; frames already
+    /// queued keep their order.
+    #[doc(hidden)]
+    pub fn set_tuning(&self, t: crate::Tuning) {
+        self.shared.set_tuning(t);
+        self.shared.wake_engine();
+    }
+
+    /// Whether threads other than the engine may call MPI here (the
+    /// library provides `Threading::Serialized` or better); without it,
+    /// waiting threads never progress MPI themselves.
+    pub fn waiters_progress(&self) -> bool {
+        self.shared.serialized
+    }
+
+    /// Runs `f` on the progress engine's thread, holding the rank's
+    /// progress lock (so no other thread calls MPI meanwhile), with the
+    /// world communicator, and returns its result: raw MPI beside the
+    /// runtime's own traffic. Nothing on this rank progresses the crate's
+    /// frames while `f` runs, so `f` must not wait for anything that needs
+    /// them; a collective MPI call inside `f` must be made by every rank's
+    /// `f`. Use tags other than 1 and 2 (the crate's), and no `MPI_ANY_TAG`
+    /// receive (it could take the crate's messages). Blocks the calling
+    /// thread; fails with [`Error::WouldBlock`] on a thread that is itself
+    /// progressing MPI (a function running on the engine place).
     pub fn with_mpi<R, F>(&self, f: F) -> Result<R, Error>
     where
         R: Send + 'static,
@@ -168,14 +208,21 @@ impl World {
         if self.shared.engine_gone.load(Ordering::Acquire) {
             return Err(Error::Shutdown);
         }
+        if crate::progress::progressing() {
+            return Err(Error::WouldBlock);
+        }
         let (tx, rx) = std::sync::mpsc::channel();
-        self.shared
-            .mpi_jobs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push_back(Box::new(move |c| {
+        {
+            let mut q = self
+                .shared
+                .mpi_jobs
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            q.push_back(Box::new(move |c| {
                 let _ = tx.send(f(c));
             }));
+            self.shared.jobs_queued.store(true, Ordering::Release);
+        }
         if self.shared.engine_gone.load(Ordering::Acquire) {
             self.shared
                 .mpi_jobs

@@ -5,9 +5,13 @@
 //! collective); every wait is bounded. Rank 0 prints the verdict agreed by
 //! all ranks.
 
-use manycore_mpi::{knary, remote_fn, CallError, Ctx, Error, Knary, Remote, RemoteGroup, World};
+use manycore_mpi::{
+    knary, remote_fn, CallError, Ctx, Error, Knary, Place, Remote, RemoteGroup, Tuning, World,
+};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// The bound of every wait in these tests.
@@ -114,6 +118,52 @@ remote_fn! {
     }
 }
 
+remote_fn! {
+    /// Long arguments and a long result: frames longer than a posted
+    /// receive.
+    fn reversed(v: Vec<u8>) -> Vec<u8> { v.iter().rev().copied().collect() }
+}
+
+remote_fn! {
+    /// A long argument beside bulk bytes.
+    fn long_and_bulk(pad: Vec<u8>, data: Bulk) -> (usize, usize) { (pad.len(), data.0.len()) }
+}
+
+remote_fn! {
+    /// Where it ran: the rank, and whether on a core.
+    fn where_engine(_u: ()) -> (usize, bool) {
+        let w = World::current().expect("a world");
+        (w.rank(), manycore_rt::current().is_some())
+    }
+}
+
+remote_fn! {
+    /// Waits for a call to core 0 of rank `to`: on an engine place of
+    /// another rank that must fail (only the waiting thread could receive
+    /// the reply).
+    fn nested(to: usize) -> Result<u64, CallError> {
+        let w = World::current().expect("a world");
+        w.place(to, 0).call(&square, 2).wait_timeout(T)
+    }
+}
+
+/// What `append` received, by sending rank.
+static LOG: Mutex<Option<HashMap<usize, Vec<u64>>>> = Mutex::new(None);
+
+remote_fn! {
+    fn append(from_i: (usize, u64)) -> () {
+        let mut g = LOG.lock().unwrap();
+        g.get_or_insert_with(HashMap::new).entry(from_i.0).or_default().push(from_i.1);
+    }
+}
+
+remote_fn! {
+    fn take_log(from: usize) -> Vec<u64> {
+        let mut g = LOG.lock().unwrap();
+        g.get_or_insert_with(HashMap::new).remove(&from).unwrap_or_default()
+    }
+}
+
 fn ensure(ok: bool, what: impl Into<String>) -> Result<(), String> {
     if ok {
         Ok(())
@@ -176,6 +226,76 @@ fn calls(w: &World) -> Result<(), String> {
         .wait_timeout(T)
         .map_err(|e| e.to_string())?;
     ensure(r == Ok(81), format!("awaited: {r:?}"))
+}
+
+/// The same calls with the engine doing all of MPI (the protocol before
+/// waiting threads polled MPI themselves).
+fn calls_engine_only(w: &World) -> Result<(), String> {
+    w.set_tuning(Tuning::ENGINE_ONLY);
+    let r = calls(w);
+    w.set_tuning(Tuning::default());
+    r
+}
+
+/// Engine places, frames longer than a posted receive, and the order of
+/// one-way messages.
+fn engine_place(w: &World) -> Result<(), String> {
+    let me = w.rank();
+    let next = (me + 1) % w.size();
+    let c = |e: CallError| e.to_string();
+    for rank in 0..w.size() {
+        let p = w.engine_place(rank);
+        ensure(p.core() == Place::ENGINE, "engine place's core")?;
+        let r = p.call(&square, 9).wait_timeout(T).map_err(c)?;
+        ensure(r == 81, format!("square on {p:?}: {r}"))?;
+        let at = p.call(&where_engine, ()).wait_timeout(T).map_err(c)?;
+        ensure(at == (rank, false), format!("{p:?} ran at {at:?}"))?;
+    }
+    // Waiting for a call from an engine place of another rank is refused.
+    let r = w
+        .engine_place(next)
+        .call(&nested, me)
+        .wait_timeout(T)
+        .map_err(c)?;
+    if next == me {
+        ensure(r == Ok(4), format!("nested, local: {r:?}"))?;
+    } else {
+        ensure(r == Err(CallError::WouldBlock), format!("nested: {r:?}"))?;
+    }
+    // Frames longer than a posted receive, both ways, to a core and to an
+    // engine place, with and without bulk.
+    let long: Vec<u8> = (0..100_000u32)
+        .map(|i| (i * 13 + me as u32) as u8)
+        .collect();
+    let want: Vec<u8> = long.iter().rev().copied().collect();
+    for p in [w.place(next, 0), w.engine_place(next)] {
+        let r = p.call(&reversed, long.clone()).wait_timeout(T).map_err(c)?;
+        ensure(r == want, format!("long frames on {p:?}"))?;
+        let r = p
+            .call_bulk(&long_and_bulk, long.clone(), vec![7u8; 50_000])
+            .wait_timeout(T)
+            .map_err(c)?;
+        ensure(
+            r == (100_000, 50_000),
+            format!("long frame and bulk on {p:?}: {r:?}"),
+        )?;
+    }
+    // One-way messages take effect in the order sent (batched on the way).
+    for p in [w.place(next, 0), w.engine_place(next)] {
+        for i in 0..2000u64 {
+            p.spawn(&append, (me, i)).map_err(c)?;
+        }
+        let log = p.call(&take_log, me).wait_timeout(T).map_err(c)?;
+        ensure(
+            log == (0..2000).collect::<Vec<_>>(),
+            format!(
+                "spawns to {p:?}: {} landed, in order: {}",
+                log.len(),
+                log.windows(2).all(|w| w[0] < w[1])
+            ),
+        )?;
+    }
+    Ok(())
 }
 
 fn bulk(w: &World) -> Result<(), String> {
@@ -448,8 +568,10 @@ fn main() {
         .timeout(Duration::from_secs(60))
         .init()
         .expect("World::init");
-    let cases: [Case; 7] = [
+    let cases: [Case; 9] = [
         ("calls", calls),
+        ("calls_engine_only", calls_engine_only),
+        ("engine_place", engine_place),
         ("bulk", bulk),
         ("faults", faults),
         ("objects", objects),

@@ -15,7 +15,7 @@ macro_rules! benches {
     };
 }
 
-benches![pingpong, invoke, reduce, sched, sock, steal, flow, kv];
+benches![pingpong, invoke, reduce, sched, sock, steal, flow, kv, mpi];
 
 /// The benchmark called `name`.
 pub fn find(name: &str) -> Option<&'static Bench> {

@@ -1,0 +1,465 @@
+//! Progress: what turns queued frames into MPI sends and MPI arrivals into
+//! dispatches. Each rank has one [`Progress`] behind a mutex
+//! (`Shared::mpi`); the thread that holds the lock is the only one calling
+//! MPI. The library is initialized with `Threading::Serialized`, which
+//! promises exactly that (any thread, one MPI call at a time), so the lock
+//! may be held by the progress engine or by any thread that would otherwise
+//! wait: a caller waiting for its reply, a rank waiting in a collective.
+//! Such a thread receives and dispatches whatever arrives, its own reply
+//! among it, with no handoff to the engine and back; a thread that sends
+//! posts its frame itself when the lock is free. When the library offers
+//! only `Funneled`, the engine alone takes the lock.
+//!
+//! Frames queued in the outbox for the same rank leave as one MPI message
+//! (a `Batch` frame) when [`Tuning::coalesce`] is on: the receiver splits it
+//! and dispatches the frames in order, so a stream of one-way messages costs
+//! one MPI send and one receive per batch, not per frame.
+
+use crate::dispatch;
+use crate::header::{Header, Kind};
+use crate::raw::{OwnedRecv, OwnedSend};
+use crate::shared::{Outgoing, Shared, ENGINE_CORE_FIELD};
+use mpi::point_to_point::MatchedReceiveVec;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use mpi::Tag;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// The tag of frames (and batches of frames).
+pub(crate) const FRAME_TAG: Tag = 1;
+/// The tag of bulk messages (each follows its frame from the same rank).
+pub(crate) const BULK_TAG: Tag = 2;
+/// Frames received per poll before the outbox gets its turn again.
+const MAX_BATCH: usize = 64;
+/// The longest message sent with the frame tag: frames arrive into
+/// receives of this size posted in advance (a longer frame is announced by
+/// a `Large` frame and follows on the bulk tag), and batches stay within it.
+const SMALL: usize = 4096;
+/// Receives kept posted.
+const POSTED: usize = 8;
+
+thread_local! {
+    /// This thread holds the progress lock (it is inside [`Progress::poll`],
+    /// perhaps running a function addressed to the engine place): it must
+    /// not wait for anything that needs MPI progress, which only it could
+    /// make.
+    static PROGRESSING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is progressing MPI (and so must not block on
+/// a message).
+pub(crate) fn progressing() -> bool {
+    PROGRESSING.with(Cell::get)
+}
+
+thread_local! {
+    /// Frames sent by code that runs inside [`Progress::poll`] (a function
+    /// on the engine place replying, a steal request answered): the poll
+    /// sends them itself when that code returns, without the outbox.
+    static DEFERRED: RefCell<Vec<Outgoing>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Sends `o` from inside a poll on this thread, if this thread is polling;
+/// gives it back otherwise.
+pub(crate) fn defer(o: Outgoing) -> Result<(), Outgoing> {
+    if !progressing() {
+        return Err(o);
+    }
+    DEFERRED.with(|d| d.borrow_mut().push(o));
+    Ok(())
+}
+
+/// How a rank drives MPI; switchable at run time so that a benchmark can
+/// compare the ways in one job ([`World::set_tuning`](crate::World::set_tuning)).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuning {
+    /// A thread waiting for a reply or a collective takes the progress lock
+    /// and polls MPI itself (else only the engine does).
+    pub waiters_progress: bool,
+    /// A thread that sends a frame posts it itself when the lock is free
+    /// (else every frame goes through the outbox and the engine).
+    pub direct_send: bool,
+    /// Frames queued for the same rank leave as one MPI message; one-way
+    /// frames are queued (not sent directly) so that they can be batched.
+    pub coalesce: bool,
+    /// How long (microseconds) a waiting thread that can poll MPI itself
+    /// keeps polling before it sleeps and hands progress to the engine (a
+    /// collective polls at least 500 us).
+    pub poll_us: u32,
+    /// How long (microseconds) an idle engine polls without yielding after
+    /// its last work (unless a core of its rank runs a call), before it
+    /// yields for a while and then sleeps.
+    pub engine_spin_us: u32,
+    /// The worker of a distributed join polls MPI itself once every this
+    /// many joins (0, the default: never, the engine alone receives steal
+    /// requests): MuSE's `MAX_SEQUENTIAL`, the longest run of on-stack
+    /// calls between two looks at the network. Measured on knary, no
+    /// setting beat the engine alone clearly.
+    pub poll_every: u32,
+    /// A thread waiting in a collective polls MPI itself (with a yield
+    /// between polls) instead of leaving it to the engine.
+    pub coll_poll: bool,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Tuning::DEFAULT
+    }
+}
+
+impl Tuning {
+    /// The default: waiters progress, senders post, one-way frames batch.
+    pub const DEFAULT: Tuning = Tuning {
+        waiters_progress: true,
+        direct_send: true,
+        coalesce: true,
+        poll_us: 1000,
+        engine_spin_us: 1000,
+        poll_every: 0,
+        coll_poll: false,
+    };
+
+    /// The engine does everything: the protocol before waiters progressed.
+    pub const ENGINE_ONLY: Tuning = Tuning {
+        waiters_progress: false,
+        direct_send: false,
+        coalesce: false,
+        poll_us: 100,
+        engine_spin_us: 0,
+        poll_every: 0,
+        coll_poll: false,
+    };
+}
+
+/// MPI messages in flight at most; frames beyond wait in the backlog and
+/// leave as room frees up (packed into batches when coalescing is on). Open
+/// MPI slows down badly with thousands of sends pending.
+const MAX_INFLIGHT: usize = 64;
+
+/// The rank's MPI state; see the module docs.
+#[derive(Default)]
+pub(crate) struct Progress {
+    /// Sends MPI has not finished with, oldest first.
+    inflight: VecDeque<OwnedSend>,
+    /// Frames waiting for room among the sends in flight, per destination
+    /// rank, in order.
+    backlog: Vec<VecDeque<Outgoing>>,
+    /// Frames in the backlog.
+    backlogged: usize,
+    /// The destination the backlog serves first next time (round robin).
+    next_dest: usize,
+    /// Frames sent and received (a batch counts its frames): the shutdown
+    /// protocol compares their sums.
+    pub(crate) sent: u64,
+    pub(crate) received: u64,
+    /// Scratch: the outbox's frames being taken.
+    batch: VecDeque<Outgoing>,
+    /// Receives posted in advance, oldest (first to match) first.
+    posted: VecDeque<OwnedRecv>,
+}
+
+impl Progress {
+    /// Whether sends are in flight or waiting for room.
+    pub(crate) fn sending(&self) -> bool {
+        !self.inflight.is_empty() || self.backlogged > 0
+    }
+
+    /// Frames waiting for room (work still owed, for the shutdown count).
+    pub(crate) fn backlogged(&self) -> usize {
+        self.backlogged
+    }
+
+    /// Posts one frame (and its bulk) now.
+    pub(crate) fn post(&mut self, comm: &SimpleCommunicator, o: Outgoing) {
+        let dest = comm.process_at_rank(o.to as i32);
+        if o.frame.len() > SMALL {
+            let mut h = Header::new(Kind::Large);
+            h.seq = o.frame.len() as u64;
+            self.inflight
+                .push_back(OwnedSend::post(&dest, h.frame(0), FRAME_TAG));
+            self.inflight
+                .push_back(OwnedSend::post(&dest, o.frame, BULK_TAG));
+        } else {
+            self.inflight
+                .push_back(OwnedSend::post(&dest, o.frame, FRAME_TAG));
+        }
+        if let Some(b) = o.bulk {
+            self.inflight.push_back(OwnedSend::post(&dest, b, BULK_TAG));
+        }
+        self.sent += 1;
+    }
+
+    /// Sends `o` after whatever is queued for its rank: at once if there is
+    /// room, else from the backlog later.
+    pub(crate) fn send(&mut self, sh: &Shared, comm: &SimpleCommunicator, o: Outgoing) {
+        self.take(sh);
+        self.enqueue(o);
+        self.pump(comm, sh.tuning().coalesce);
+    }
+
+    /// Sends what the outbox holds, after what is queued, as far as there
+    /// is room. Whether anything is (or still waits to be) sent.
+    pub(crate) fn drain(&mut self, sh: &Shared, comm: &SimpleCommunicator) -> bool {
+        self.take(sh);
+        if self.backlogged == 0 {
+            return false;
+        }
+        let before = self.sent;
+        self.pump(comm, sh.tuning().coalesce);
+        self.sent != before || self.backlogged > 0
+    }
+
+    /// Moves the outbox's frames into the backlog.
+    fn take(&mut self, sh: &Shared) {
+        if !sh.queued() {
+            return;
+        }
+        sh.take_outbox(&mut self.batch);
+        let mut batch = std::mem::take(&mut self.batch);
+        for o in batch.drain(..) {
+            self.enqueue(o);
+        }
+        self.batch = batch;
+    }
+
+    fn enqueue(&mut self, o: Outgoing) {
+        if self.backlog.len() <= o.to {
+            self.backlog.resize_with(o.to + 1, VecDeque::new);
+        }
+        self.backlog[o.to].push_back(o);
+        self.backlogged += 1;
+    }
+
+    /// Sends from the backlog while there is room, the ranks in turn; runs
+    /// of frames for one rank as batches if `coalesce`.
+    fn pump(&mut self, comm: &SimpleCommunicator, coalesce: bool) {
+        self.reclaim();
+        let ranks = self.backlog.len();
+        let mut idle = 0;
+        while self.backlogged > 0 && self.inflight.len() < MAX_INFLIGHT && idle < ranks {
+            let to = self.next_dest % ranks;
+            self.next_dest = to + 1;
+            let Some(o) = self.backlog[to].pop_front() else {
+                idle += 1;
+                continue;
+            };
+            idle = 0;
+            self.backlogged -= 1;
+            if !coalesce || o.bulk.is_some() || Header::LEN + 4 + o.frame.len() > SMALL {
+                self.post(comm, o);
+                continue;
+            }
+            // A batch: this frame and those after it for the same rank that
+            // fit, up to one with bulk (which must follow them alone).
+            let mut pack = Header::new(Kind::Batch).frame(SMALL - Header::LEN);
+            let mut n = 0u64;
+            let mut next = Some(o);
+            while let Some(f) = next.take() {
+                pack.extend_from_slice(&(f.frame.len() as u32).to_le_bytes());
+                pack.extend_from_slice(&f.frame);
+                n += 1;
+                let fits = self.backlog[to]
+                    .front()
+                    .is_some_and(|g| g.bulk.is_none() && pack.len() + 4 + g.frame.len() <= SMALL);
+                if fits {
+                    next = self.backlog[to].pop_front();
+                    self.backlogged -= 1;
+                }
+            }
+            self.flush(comm, to, pack, n);
+        }
+    }
+
+    /// Sends a pack of `n` frames to `to` (a lone frame as itself).
+    fn flush(&mut self, comm: &SimpleCommunicator, to: usize, mut pack: Vec<u8>, n: u64) {
+        if n == 1 {
+            let frame = pack[Header::LEN + 4..].to_vec();
+            self.post(
+                comm,
+                Outgoing {
+                    to,
+                    frame,
+                    bulk: None,
+                },
+            );
+            return;
+        }
+        pack[8..16].copy_from_slice(&n.to_le_bytes());
+        let dest = comm.process_at_rank(to as i32);
+        self.inflight
+            .push_back(OwnedSend::post(&dest, pack, FRAME_TAG));
+        self.sent += n;
+    }
+
+    /// Frees the buffers of sends that completed (oldest first, up to the
+    /// first that has not).
+    pub(crate) fn reclaim(&mut self) {
+        while let Some(s) = self.inflight.front_mut() {
+            if !s.test() {
+                break;
+            }
+            self.inflight.pop_front();
+        }
+    }
+
+    /// Waits for every send in flight and withdraws the posted receives
+    /// (shutdown: nothing is in flight any more).
+    pub(crate) fn finish(&mut self) {
+        for s in self.inflight.drain(..) {
+            s.wait();
+        }
+        for r in self.posted.drain(..) {
+            r.cancel();
+        }
+    }
+
+    /// Receives up to [`MAX_BATCH`] messages and dispatches their frames.
+    /// Whether any arrived.
+    pub(crate) fn receive(&mut self, sh: &Arc<Shared>, comm: &SimpleCommunicator) -> bool {
+        while self.posted.len() < POSTED {
+            let r = OwnedRecv::post(comm, vec![0; SMALL], FRAME_TAG);
+            self.posted.push_back(r);
+        }
+        let mut any = false;
+        for _ in 0..MAX_BATCH {
+            // Messages match posted receives in the order they were posted,
+            // so the oldest completes first: in-order, per sender.
+            let Some((from, n, buf)) = self.posted.front_mut().and_then(OwnedRecv::test) else {
+                break;
+            };
+            self.posted.pop_front();
+            any = true;
+            let msg = &buf[..n.min(buf.len())];
+            match Header::parse(msg) {
+                // A call to the engine place runs straight from the
+                // receive buffer (nothing keeps its frame).
+                Some(h)
+                    if h.kind == Kind::Call
+                        && h.core == ENGINE_CORE_FIELD
+                        && !h.has(Header::BULK) =>
+                {
+                    self.received += 1;
+                    dispatch::call_here(sh, from, h, &msg[Header::LEN..], None);
+                    // The reply first, then the receive again.
+                    self.send_deferred(sh, comm);
+                    self.posted.push_back(OwnedRecv::post(comm, buf, FRAME_TAG));
+                }
+                _ => {
+                    let frame = msg.to_vec();
+                    self.posted.push_back(OwnedRecv::post(comm, buf, FRAME_TAG));
+                    self.handle(sh, comm, from, frame);
+                    self.send_deferred(sh, comm);
+                }
+            }
+        }
+        any
+    }
+
+    /// Sends what the frames just dispatched sent (replies first of all).
+    fn send_deferred(&mut self, sh: &Shared, comm: &SimpleCommunicator) {
+        let mut d = DEFERRED.with(|d| std::mem::take(&mut *d.borrow_mut()));
+        if d.is_empty() {
+            return;
+        }
+        self.take(sh);
+        for o in d.drain(..) {
+            self.enqueue(o);
+        }
+        self.pump(comm, sh.tuning().coalesce);
+        // Keep the vector's allocation for the next time.
+        DEFERRED.with(|slot| {
+            let mut slot = slot.borrow_mut();
+            if slot.is_empty() {
+                *slot = d;
+            }
+        });
+    }
+
+    /// Dispatches what one message from `from` holds.
+    fn handle(&mut self, sh: &Arc<Shared>, comm: &SimpleCommunicator, from: usize, frame: Vec<u8>) {
+        match Header::parse(&frame) {
+            Some(h) if h.kind == Kind::Batch => {
+                // Where each frame lies in the batch.
+                let mut frames = Vec::new();
+                let mut at = Header::LEN;
+                while let Some(len) = frame.get(at..at + 4) {
+                    let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+                    let start = at + 4;
+                    if start + len > frame.len() {
+                        break;
+                    }
+                    frames.push(start..start + len);
+                    at = start + len;
+                }
+                self.received += frames.len() as u64;
+                dispatch::deliver_batch(sh, from, frame, frames);
+            }
+            Some(h) if h.kind == Kind::Large => {
+                // The frame itself is the next bulk-tagged message.
+                let frame = self.receive_tagged(comm, from);
+                if Header::parse(&frame).is_some_and(|h| h.kind != Kind::Large) {
+                    self.handle(sh, comm, from, frame);
+                }
+            }
+            Some(h) if h.has(Header::BULK) => {
+                self.received += 1;
+                let bulk = self.receive_tagged(comm, from);
+                dispatch::deliver(sh, from, frame, Some(bulk));
+            }
+            _ => {
+                self.received += 1;
+                dispatch::deliver(sh, from, frame, None);
+            }
+        }
+    }
+
+    /// The next bulk-tagged message from `from` (a bulk, or a long frame):
+    /// the sender posted it right after the frame that announced it, so it
+    /// is on its way; keep our own sends moving while waiting (the sender
+    /// may be waiting for one of them).
+    fn receive_tagged(&mut self, comm: &SimpleCommunicator, from: usize) -> Vec<u8> {
+        let src = comm.process_at_rank(from as i32);
+        loop {
+            if let Some(m) = src.immediate_matched_probe_with_tag(BULK_TAG) {
+                return m.matched_receive_vec::<u8>().0;
+            }
+            for s in self.inflight.iter_mut() {
+                s.test();
+            }
+            std::hint::spin_loop();
+        }
+    }
+
+    /// One round: send what is queued, receive and dispatch what arrived,
+    /// send what that produced (replies of functions run here), free
+    /// finished sends. Whether anything happened.
+    pub(crate) fn poll(&mut self, sh: &Arc<Shared>, comm: &SimpleCommunicator) -> bool {
+        let _mark = Mark::new();
+        let mut worked = self.drain(sh, comm);
+        if self.receive(sh, comm) {
+            worked = true;
+            self.drain(sh, comm);
+        }
+        self.reclaim();
+        worked
+    }
+}
+
+/// Marks the thread as progressing until dropped (also when a dispatch
+/// unwinds).
+struct Mark(bool);
+
+impl Mark {
+    fn new() -> Self {
+        Mark(PROGRESSING.with(|p| p.replace(true)))
+    }
+}
+
+impl Drop for Mark {
+    fn drop(&mut self) {
+        PROGRESSING.with(|p| p.set(self.0));
+    }
+}
