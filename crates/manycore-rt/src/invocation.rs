@@ -6,7 +6,7 @@
 use crate::core_loop::{with_local, Waited};
 use crate::error::InvokeError;
 use crate::raw::Rx;
-use manycore_sync::SpinBudget;
+use manycore_sync::{AdaptiveSpin, GapPredictor};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -44,8 +44,14 @@ impl Wake for ThreadWake {
     }
 }
 
+/// The longest an outside thread spins before it parks, whatever the
+/// policy's budget.
+const OUTSIDE_SPIN_MAX: Duration = Duration::from_millis(1);
+
 thread_local! {
     static THREAD_WAKER: Waker = Waker::from(Arc::new(ThreadWake(std::thread::current())));
+    /// An outside thread's prediction of how long its waits take.
+    static OUTSIDE_GAPS: GapPredictor = GapPredictor::new(Duration::from_micros(50));
 }
 
 /// A waker that unparks the calling thread (one per thread, made once).
@@ -155,13 +161,30 @@ impl<T> Invocation<T> {
         }
     }
 
+    /// An outside thread's wait: spin as the adaptive policy says (counted
+    /// as awake while it spins on the clock; yielding while more threads
+    /// are awake than CPUs), then park. The thread's gap predictor learns
+    /// how long its waits take, asleep or not.
     fn wait_on_thread(&self, deadline: Option<Instant>) -> bool {
-        let mut budget = SpinBudget::new(self.spin.min(Duration::from_millis(1)));
-        while budget.spin() {
-            if self.c.is_done() {
-                return true;
+        OUTSIDE_GAPS.with(|gaps| {
+            let mut budget = AdaptiveSpin::counted(self.spin.min(OUTSIDE_SPIN_MAX), gaps);
+            while budget.spin() {
+                if self.c.is_done() {
+                    budget.found();
+                    return true;
+                }
             }
-        }
+            let done = self.park(deadline);
+            if done {
+                budget.found();
+            }
+            done
+        })
+    }
+
+    /// Parks the calling thread until the invocation is done or `deadline`
+    /// passes.
+    fn park(&self, deadline: Option<Instant>) -> bool {
         if THREAD_WAKER.with(|w| self.c.register(w)) {
             return true;
         }

@@ -6,7 +6,9 @@
 //!   `loom/` module), so every lock-free protocol written against it can be
 //!   model-checked.
 //! * [`CachePadded`]: keeps a value on its own cache line(s).
-//! * [`Backoff`] and [`SpinBudget`]: bounded spinning. Nothing in manycore spins
+//! * [`Backoff`], [`SpinBudget`] and [`AdaptiveSpin`]: bounded spinning, the
+//!   last adapting to the gaps it sees and to how many threads are awake
+//!   ([`Awake`]). Nothing in manycore spins
 //!   without a bound: on a virtual machine the partner may not be running.
 //! * [`EventCount`]: a futex-backed doorbell (Folly's EventCount protocol) with a
 //!   process-private and a process-shared flavour ([`SharedEventCount`]).
@@ -53,6 +55,7 @@
 
 #![warn(missing_docs)]
 
+mod adaptive_spin;
 mod backoff;
 mod cache_padded;
 pub mod cpu;
@@ -62,6 +65,7 @@ mod raw;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
+pub use adaptive_spin::{AdaptiveSpin, AsleepGuard, Awake, AwakeGuard, GapPredictor};
 pub use backoff::{Backoff, SpinBudget};
 pub use cache_padded::CachePadded;
 pub use event_count::{EventCount, Private, Shared, SharedEventCount, Sharing, WaitKey};

@@ -5,6 +5,7 @@
 use super::CoreLocal;
 use crate::runtime::Shared;
 use manycore_sync::atomic::Ordering;
+use manycore_sync::{Awake, GapPredictor};
 use std::cell::Cell;
 use std::sync::Arc;
 use std::task::{Wake, Waker};
@@ -29,11 +30,15 @@ pub(super) struct IdleState {
     /// Rings this core's doorbell: registered as the waker of what the core
     /// waits for while it sleeps.
     pub(super) waker: Waker,
+    /// This core's prediction of its next idle gap, which sets how long it
+    /// spins before it sleeps (`AdaptiveSpin`).
+    pub(super) gaps: GapPredictor,
 }
 
 impl IdleState {
     pub(super) fn new(shared: &Arc<Shared>, index: usize) -> Self {
         Self {
+            gaps: GapPredictor::new(shared.idle.spin_budget()),
             epoch: Cell::new(0),
             idle: Cell::new(false),
             waker: Waker::from(Arc::new(DoorbellWaker {
@@ -131,6 +136,8 @@ impl CoreLocal {
             .into_iter()
             .flatten()
             .min();
+        // Not awake while blocked: spinners elsewhere may pause in place.
+        let asleep = Awake::leave();
         match until {
             Some(u) => {
                 // A far deadline (any `Instant` a caller gave) sleeps in
@@ -141,6 +148,7 @@ impl CoreLocal {
             }
             None => mb.doorbell().wait(key),
         }
+        drop(asleep);
         let st = &self.shared.states[self.index];
         st.sleeps
             .store(st.sleeps.load(Ordering::Relaxed) + 1, Ordering::Relaxed);

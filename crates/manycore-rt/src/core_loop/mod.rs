@@ -27,7 +27,7 @@ use crate::runtime::Shared;
 use idle::IdleState;
 use inbox::Inbox;
 use manycore_sync::atomic::Ordering;
-use manycore_sync::SpinBudget;
+use manycore_sync::{AdaptiveSpin, Awake};
 use outbox::Outbox;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -206,14 +206,15 @@ pub(crate) fn run_core(local: CoreLocal) {
     // declared after it); `exit_core` drops every task, coroutines
     // included, before `local` is dropped.
     let core = unsafe { raw::enter(&CURRENT, l) };
-    let policy_spin = l.shared.idle.spin_budget();
-    let mut budget = SpinBudget::new(policy_spin);
+    // Counted as awake for its whole life but while it sleeps (`sleep`).
+    let awake = Awake::enter();
+    let mut budget = AdaptiveSpin::new(l.shared.idle.spin_budget(), &l.idle.gaps);
     let mut empty = 0u32;
     let mut busy = 0u32;
     let (mut hook_gen, mut hook) = (0, None);
     loop {
         if l.poll() > 0 {
-            budget.reset();
+            budget.found();
             busy = busy.wrapping_add(1);
             if busy % CLOSE_CHECK_EVERY == 0 && l.shared.closing.load(Ordering::Acquire) {
                 break;
@@ -226,7 +227,7 @@ pub(crate) fn run_core(local: CoreLocal) {
         l.refresh_idle_hook(&mut hook_gen, &mut hook);
         if let Some(h) = &hook {
             if h.on_idle(l.index) {
-                budget.reset();
+                budget.found();
                 continue;
             }
         }
@@ -240,7 +241,7 @@ pub(crate) fn run_core(local: CoreLocal) {
             }
         }
         if l.watch_last_ring(WAIT_LOOKS) > 0 {
-            budget.reset();
+            budget.found();
             continue;
         }
         if budget.spin() {
@@ -249,10 +250,12 @@ pub(crate) fn run_core(local: CoreLocal) {
         // The hook's pending work counts as work in the sleep re-check (see
         // `Core::wake`).
         l.sleep(&|| hook.as_ref().is_some_and(|h| h.pending(l.index)), None);
-        budget.reset();
+        budget.slept();
     }
     // Leave the thread-local first: whatever dropping leftovers sends now goes
     // the outside way, which refuses (the runtime is stopping).
+    drop(budget);
+    drop(awake);
     drop(core);
     exit_core(l);
     drop(local);

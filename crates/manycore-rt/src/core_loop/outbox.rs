@@ -11,7 +11,7 @@ use crate::sparse::Sparse;
 use crate::spill::SpillQueue;
 use manycore_ring::Producer;
 use manycore_sync::atomic::Ordering;
-use manycore_sync::{Backoff, SpinBudget};
+use manycore_sync::{AdaptiveSpin, Backoff};
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 
@@ -235,7 +235,7 @@ impl CoreLocal {
         self.out.room_wait.set(true);
         let _end = RoomWait(&self.out);
         let limit = self.shared.spill_limit;
-        let mut budget = SpinBudget::new(self.shared.idle.spin_budget());
+        let mut budget = AdaptiveSpin::new(self.shared.idle.spin_budget(), &self.idle.gaps);
         let mut pause = ROOM_PAUSE_MIN;
         loop {
             self.flush_spill(dst);
@@ -243,7 +243,7 @@ impl CoreLocal {
                 return;
             }
             if self.poll() > 0 {
-                budget.reset();
+                budget.found();
                 continue;
             }
             if budget.spin() {
@@ -252,7 +252,7 @@ impl CoreLocal {
             let until = crate::timer::deadline_in(pause);
             self.sleep(&|| self.ring_has_room(dst), Some(until));
             pause = (pause * 2).min(ROOM_PAUSE_MAX);
-            budget.reset();
+            budget.slept();
         }
     }
 

@@ -5,7 +5,7 @@
 use super::{CoreLocal, CLEAR_EVERY, WAIT_LOOKS};
 use crate::raw::Rx;
 use manycore_sync::atomic::Ordering;
-use manycore_sync::SpinBudget;
+use manycore_sync::AdaptiveSpin;
 use std::sync::Arc;
 use std::task::{Wake, Waker};
 use std::time::Instant;
@@ -51,7 +51,7 @@ impl CoreLocal {
         });
         let waker = Waker::from(flag.clone());
         let mut cx = std::task::Context::from_waker(&waker);
-        let mut budget = SpinBudget::new(self.shared.idle.spin_budget());
+        let mut budget = AdaptiveSpin::new(self.shared.idle.spin_budget(), &self.idle.gaps);
         loop {
             flag.woken.store(false, Ordering::SeqCst);
             if let std::task::Poll::Ready(v) =
@@ -61,17 +61,18 @@ impl CoreLocal {
             }
             loop {
                 if flag.woken.load(Ordering::SeqCst) {
+                    budget.found();
                     break;
                 }
                 if self.poll() > 0 {
-                    budget.reset();
+                    budget.found();
                     continue;
                 }
                 if budget.spin() {
                     continue;
                 }
                 self.sleep(&|| flag.woken.load(Ordering::SeqCst), None);
-                budget.reset();
+                budget.slept();
             }
         }
     }
@@ -81,7 +82,7 @@ impl CoreLocal {
     /// to end (the invocation is queued behind an object that this very
     /// stack has borrowed).
     pub(crate) fn wait_for<T>(&self, c: &Rx<T>, deadline: Option<Instant>) -> Waited {
-        let mut budget = SpinBudget::new(self.shared.idle.spin_budget());
+        let mut budget = AdaptiveSpin::new(self.shared.idle.spin_budget(), &self.idle.gaps);
         let mut empty = 0u32;
         loop {
             // Look at the completion several times per poll: each look is one
@@ -90,14 +91,16 @@ impl CoreLocal {
             // loads of its arrival instead of half a poll later on average.
             for _ in 0..WAIT_LOOKS {
                 if c.is_done() {
+                    budget.found();
                     return Waited::Done;
                 }
             }
             if self.poll() > 0 {
-                budget.reset();
+                budget.found();
                 continue;
             }
             if c.is_done() {
+                budget.found();
                 return Waited::Done;
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
@@ -116,10 +119,11 @@ impl CoreLocal {
                 continue;
             }
             if c.register(&self.idle.waker) {
+                budget.found();
                 return Waited::Done;
             }
             self.sleep(&|| c.is_done(), deadline);
-            budget.reset();
+            budget.slept();
         }
     }
 }
