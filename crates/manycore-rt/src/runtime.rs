@@ -17,14 +17,21 @@ use std::time::{Duration, Instant};
 /// How a core waits when it has nothing to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IdlePolicy {
-    /// Spin on the rings: lowest latency, burns its CPU. Needs a CPU per core.
+    /// Spin on the rings: lowest latency, burns its CPU. Needs a CPU per
+    /// core; yields the CPU at every turn while more manycore threads are
+    /// awake than the process has CPUs (outside threads waiting too).
     Poll,
     /// Sleep on the doorbell at once (the `hlt` of the papers).
     Sleep,
-    /// Spin for `spin`, then sleep. The default, with a 50 µs spin. Any
-    /// duration is accepted: `Duration::ZERO` sleeps at once, as `Sleep`
-    /// does, and `Duration::MAX` never sleeps, as `Poll` does (but is not
-    /// refused with more cores than CPUs).
+    /// Spin for at most `spin`, then sleep. The default, with a 50 µs
+    /// spin. How long a wait spins adapts to the idle gaps the thread has
+    /// seen (about twice the predicted gap; not at all when gaps are longer
+    /// than `spin`), and while more manycore threads are awake than the
+    /// process has CPUs a spin yields the CPU instead of pausing (see
+    /// "Idle policies" in the crate's README). Any duration is accepted:
+    /// `Duration::ZERO` sleeps at once, as `Sleep` does, and
+    /// `Duration::MAX` never sleeps, as `Poll` does (but is not refused
+    /// with more cores than CPUs).
     Hybrid {
         /// How long to spin before sleeping.
         spin: Duration,

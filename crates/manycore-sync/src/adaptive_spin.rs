@@ -333,4 +333,29 @@ mod tests {
             "a gap past the free spins is recorded"
         );
     }
+
+    proptest::proptest! {
+        /// Whatever gaps it has seen, a predictor's budget is zero exactly
+        /// when the predicted gap is longer than the policy's budget, and
+        /// otherwise between the least spin (or `max`, if smaller) and `max`.
+        #[test]
+        fn the_budget_stays_within_the_policy(
+            max_us in 0u64..2_000,
+            gaps in proptest::collection::vec(0u64..10_000_000, 0..64),
+        ) {
+            let max = Duration::from_micros(max_us);
+            let p = GapPredictor::new(max);
+            for g in gaps {
+                p.record(Duration::from_nanos(g), max);
+                let b = p.budget(max);
+                proptest::prop_assert!(b <= max);
+                proptest::prop_assert!(p.predicted() <= max.saturating_mul(2));
+                if p.predicted() > max {
+                    proptest::prop_assert_eq!(b, Duration::ZERO);
+                } else {
+                    proptest::prop_assert!(b >= MIN_SPIN.min(max));
+                }
+            }
+        }
+    }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use manycore::{Group, IdlePolicy, Runtime, Topology};
 
-use crate::bench::{find, Bench, Cmp, Options, Target};
+use crate::bench::{find, ratio, Bench, Cmp, Options, Target};
 use crate::measure::cpu_count;
 use crate::plot::Plot;
 use crate::progress::Progress;
@@ -130,19 +130,36 @@ fn run(o: &Options, progress: &Progress) -> Vec<Record> {
     out
 }
 
-/// The depth a 48-member tree reached, against its bound.
+/// The depth a 48-member tree reached, against its bound; and the
+/// default idle policy (hybrid) against sleep on 48 members, tree and
+/// flat (48 cores share the CPUs: spinning must not cost the cores that
+/// have work their CPU).
 fn targets(recs: &[Record]) -> Vec<Target> {
+    let mut t = Vec::new();
     let (case, imp) = ("48-members", "manycore-tree-sleep");
-    match find(recs, case, imp, "depth-bound") {
-        Some(bound) => vec![Target::new(
+    if let Some(bound) = find(recs, case, imp, "depth-bound") {
+        t.push(Target::new(
             "48 members, tree, sleep: hops on the critical path",
             find(recs, case, imp, "hops"),
             "hops",
             Cmp::AtMost,
             bound,
-        )],
-        None => Vec::new(),
+        ));
     }
+    for shape in ["tree", "flat"] {
+        let hybrid = find(recs, case, &format!("manycore-{shape}-hybrid"), "median");
+        let sleep = find(recs, case, &format!("manycore-{shape}-sleep"), "median");
+        if hybrid.is_some() || sleep.is_some() {
+            t.push(Target::new(
+                format!("48 members, {shape}: hybrid (the default) / sleep, median"),
+                ratio(hybrid, sleep),
+                "x",
+                Cmp::AtMost,
+                1.2,
+            ));
+        }
+    }
+    t
 }
 
 /// Completion time against members, one line per implementation.
