@@ -244,9 +244,11 @@ pub(crate) struct Conn {
     /// learns of a shutdown through the lines' `flags`.
     pub shut: AtomicU8,
     /// Set (Relaxed, never cleared) once the peer was seen dead;
-    /// `last_check` rate-limits the probes of `live`.
+    /// `probed` rate-limits the probes of `live` by calls that never wait,
+    /// per direction (0 read, 1 write), so that one direction's probes do
+    /// not put off the other's.
     pub dead: AtomicBool,
-    pub last_check: Mutex<Instant>,
+    pub probed: [Mutex<Instant>; 2],
     /// `take_error` reported the handshake's failure (Relaxed).
     pub error_taken: AtomicBool,
     /// Someone took the readiness descriptor (`AsFd`, `AsRawFd`) to poll
@@ -275,7 +277,8 @@ const DOORBELL: u8 = 0xdb;
 /// it sleeps in poll(2).
 const REPLY_SPIN: Duration = Duration::from_micros(200);
 
-/// How often a writer that never has to wait probes the peer's liveness.
+/// How often a call that never waits (a writer that never has to, a
+/// non-blocking reader nobody polls for) probes the peer's liveness.
 const PROBE_EVERY: Duration = Duration::from_millis(20);
 
 /// The ring a new connection reads: in the peer's region, as the handshake
@@ -344,7 +347,7 @@ impl Conn {
             nonblocking: AtomicBool::new(false),
             shut: AtomicU8::new(0),
             dead: AtomicBool::new(false),
-            last_check: Mutex::new(Instant::now()),
+            probed: [Mutex::new(Instant::now()), Mutex::new(Instant::now())],
             error_taken: AtomicBool::new(false),
             polled: AtomicBool::new(false),
             read_armed: AtomicBool::new(false),
@@ -366,14 +369,15 @@ impl Conn {
         }
     }
 
-    /// True if the peer is known dead (probing at most every `PROBE_EVERY`).
-    fn peer_dead(&self) -> bool {
+    /// True if the peer is known dead (probing at most every `PROBE_EVERY`
+    /// per direction; `write`: for the writer).
+    fn peer_dead(&self, write: bool) -> bool {
         if self.dead.load(Ordering::Relaxed) {
             return true;
         }
         let now = Instant::now();
         {
-            let mut l = lock(&self.last_check);
+            let mut l = lock(&self.probed[write as usize]);
             if now.duration_since(*l) < PROBE_EVERY {
                 return false;
             }
@@ -443,21 +447,42 @@ impl Conn {
     /// Empties our socket of doorbells before arming, so that the next one
     /// makes it readable anew (an edge for edge-triggered pollers). Only
     /// once the connection is established: until then the socket holds
-    /// the listener's reply, which `establish` takes.
-    fn drain_doorbells(&self) {
+    /// the listener's reply, which `establish` takes. False if the drain
+    /// stopped at something other than an empty queue (or its bound): an
+    /// end of file or an error, which a socket whose peer's end closed
+    /// returns (see `gone_before_arming`).
+    fn drain_doorbells(&self) -> bool {
         let Liveness::Socket(s) = &*self.live else {
-            return;
+            return true;
         };
         if self.rxs.get().is_none() {
-            return;
+            return true;
         }
         let mut b = [0u8; 8];
         for _ in 0..1024 {
             match crate::raw::recv_msg(s, &mut b) {
                 Ok(Some(m)) if m.len > 0 => {}
-                _ => break,
+                Ok(None) => return true,
+                _ => return false,
             }
         }
+        true
+    }
+
+    /// A polled stream's non-blocking call that found nothing to do, before
+    /// it arms: drains the doorbells, and tells whether the peer is gone.
+    /// The peer's death hangs up the socket, which wakes the poller (a
+    /// hang-up makes a descriptor readable) but rings no doorbell, so the
+    /// call that follows the wake-up must see it here, or it would arm
+    /// again and wait for a doorbell that never comes (a level-triggered
+    /// poller, or tokio, which keeps a hang-up as a final state, would
+    /// spin). The drain reads the socket anyway, and stops at an end of
+    /// file or an error instead of an empty queue only if the peer's end
+    /// closed (or a hostile peer sent an empty message): only then does it
+    /// probe (`Liveness::dead`), so a live peer costs nothing more.
+    fn gone_before_arming(&self) -> bool {
+        self.dead.load(Ordering::Relaxed)
+            || (!self.drain_doorbells() && self.mark_dead_if(self.live.dead()))
     }
 
     /// The ring we read, if the connection is established. A connector
@@ -564,6 +589,23 @@ impl Conn {
                 ring::try_read(&r, rx, buf)
             }
         };
+        // The peer died: what it committed before, then EOF if it had
+        // closed first, else `ConnectionReset`.
+        let died = |rx: &mut RxState, buf: &mut [u8]| {
+            self.mark_dead_if(true);
+            let n = take(rx, buf)?;
+            if n > 0 {
+                return Ok(n);
+            }
+            if ring::writer_closed(&r)? {
+                rx.eof = true;
+                return Ok(0);
+            }
+            Err(io::Error::new(
+                io::ErrorKind::ConnectionReset,
+                "manycore-sock: peer died",
+            ))
+        };
         loop {
             let n = take(&mut rx, buf);
             if std::mem::take(&mut rx.rang) && ring::writer_polls(&r) {
@@ -584,18 +626,31 @@ impl Conn {
                 continue;
             }
             if nb {
-                if wait && self.polled.load(Ordering::Relaxed) {
-                    // An event loop will wait on our socket: arm, and read
-                    // after all if the data came meanwhile.
-                    self.drain_doorbells();
-                    let mut armed = false;
-                    let ready = ring::arm_reader(&r, &mut rx, &mut armed);
-                    if !matches!(ready, Ok(false)) {
-                        ring::disarm_reader(&r, &mut armed);
-                        ready?;
-                        continue;
+                // The caller's own call (not a spin's look, nor a vectored
+                // read's later buffer) learns of a dead peer, as a blocking
+                // one would: from the drain before it arms if polled, else
+                // by a probe at most every `PROBE_EVERY`.
+                if wait {
+                    let polled = self.polled.load(Ordering::Relaxed);
+                    let gone = match polled {
+                        true => self.gone_before_arming(),
+                        false => self.peer_dead(false),
+                    };
+                    if gone {
+                        return died(&mut rx, buf);
                     }
-                    self.read_armed.store(true, Ordering::Relaxed);
+                    if polled {
+                        // An event loop will wait on our socket: arm, and
+                        // read after all if the data came meanwhile.
+                        let mut armed = false;
+                        let ready = ring::arm_reader(&r, &mut rx, &mut armed);
+                        if !matches!(ready, Ok(false)) {
+                            ring::disarm_reader(&r, &mut armed);
+                            ready?;
+                            continue;
+                        }
+                        self.read_armed.store(true, Ordering::Relaxed);
+                    }
                 }
                 return Err(io::Error::from(io::ErrorKind::WouldBlock));
             }
@@ -609,21 +664,7 @@ impl Conn {
             })?;
             match w {
                 Waited::Ready => {}
-                Waited::PeerDead => {
-                    self.mark_dead_if(true);
-                    let n = take(&mut rx, buf)?;
-                    if n > 0 {
-                        return Ok(n);
-                    }
-                    if ring::writer_closed(&r)? {
-                        rx.eof = true;
-                        return Ok(0);
-                    }
-                    return Err(io::Error::new(
-                        io::ErrorKind::ConnectionReset,
-                        "manycore-sock: peer died",
-                    ));
-                }
+                Waited::PeerDead => return died(&mut rx, buf),
                 Waited::TimedOut => return Err(self.timed_out()),
             }
         }
@@ -680,7 +721,7 @@ impl Conn {
                     "manycore-sock: peer closed",
                 ));
             }
-            if self.peer_dead() {
+            if self.peer_dead(true) {
                 return Err(io::Error::new(
                     io::ErrorKind::BrokenPipe,
                     "manycore-sock: peer died",
@@ -698,7 +739,13 @@ impl Conn {
             }
             if nb {
                 if wait && self.polled.load(Ordering::Relaxed) {
-                    self.drain_doorbells();
+                    // Unpolled, the probe above covers a dead peer.
+                    if self.gone_before_arming() {
+                        return Err(io::Error::new(
+                            io::ErrorKind::BrokenPipe,
+                            "manycore-sock: peer died",
+                        ));
+                    }
                     let mut armed = false;
                     let ready = ring::arm_writer(&r, &mut tx, desired, &mut armed);
                     if !matches!(ready, Ok(false)) {
@@ -1108,12 +1155,14 @@ pub(crate) fn check_timeout(t: Option<Duration>) -> io::Result<()> {
 /// `AsyncFd`, async-io). It becomes readable when the stream may make
 /// progress in a direction whose non-blocking call last returned
 /// `WouldBlock`: data or EOF to read, room to write, the listener's reply,
-/// or the peer gone. Taking it marks the stream as polled: from then on
-/// such a `WouldBlock` asks the peer to ring the socket (see "Readiness"
-/// in `src/README.md`); a stream nobody polls costs the peer nothing. Take
-/// it (register it) before the calls whose `WouldBlock` it should report,
-/// as an edge-triggered loop does anyway. Only poll it: reading from or
-/// writing to it breaks the connection.
+/// or the peer gone (a hang-up, which stays: every call from then on
+/// reports the death, as a blocking one would). Taking it marks the
+/// stream as polled: from then on such a `WouldBlock` asks the peer to
+/// ring the socket (see "Readiness" in `src/README.md`); a stream nobody
+/// polls costs the peer nothing. Take it (register it) before the calls
+/// whose `WouldBlock` it should report, as an edge-triggered loop does
+/// anyway. Only poll it: reading from or writing to it breaks the
+/// connection.
 impl AsFd for ShmStream {
     fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.c.polled.store(true, Ordering::Relaxed);

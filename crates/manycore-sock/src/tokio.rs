@@ -16,6 +16,13 @@
 //! system call on either side: no doorbell, no futex wake, no trip through
 //! the reactor. The price is that of the blocking wait: the executor's
 //! thread spins for that long; `WaitMode::Sleep` never spins.
+//!
+//! A peer that dies while a task waits hangs up the descriptor, which
+//! wakes the task; its next call finds the peer gone before it would arm
+//! again, and returns what a blocking call returns (`ConnectionReset`
+//! for a read once the data is drained, `BrokenPipe` for a write). No
+//! timer is needed, and a live peer costs nothing more ("A dead peer"
+//! under "Readiness" in `src/README.md`).
 
 use crate::stream::{lock, PollSpin};
 use crate::{Config, PeerAddr, ShmListener, ShmStream, SockAddr};
