@@ -201,18 +201,7 @@ pub fn block_on<F: Future>(fut: F) -> F::Output {
         match on_core {
             Some(Some(v)) => return v,
             Some(None) => continue,
-            None => return block_on_thread(fut),
+            None => return crate::outside::block_on_thread(fut),
         }
-    }
-}
-
-fn block_on_thread<F: Future>(mut fut: Pin<&mut F>) -> F::Output {
-    let w = crate::invocation::thread_waker();
-    let mut cx = Context::from_waker(&w);
-    loop {
-        if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
     }
 }

@@ -6,11 +6,10 @@
 use crate::core_loop::{with_local, Waited};
 use crate::error::InvokeError;
 use crate::raw::Rx;
-use manycore_sync::{AdaptiveSpin, GapPredictor};
+use manycore_sync::AdaptiveSpin;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 /// The pending result of [`Core::call`](crate::Core::call) or
@@ -32,31 +31,6 @@ impl<T> std::fmt::Debug for Invocation<T> {
             .field("finished", &self.c.is_done())
             .finish()
     }
-}
-
-struct ThreadWake(std::thread::Thread);
-impl Wake for ThreadWake {
-    fn wake(self: Arc<Self>) {
-        self.0.unpark();
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.0.unpark();
-    }
-}
-
-/// The longest an outside thread spins before it parks, whatever the
-/// policy's budget.
-const OUTSIDE_SPIN_MAX: Duration = Duration::from_millis(1);
-
-thread_local! {
-    static THREAD_WAKER: Waker = Waker::from(Arc::new(ThreadWake(std::thread::current())));
-    /// An outside thread's prediction of how long its waits take.
-    static OUTSIDE_GAPS: GapPredictor = GapPredictor::new(Duration::from_micros(50));
-}
-
-/// A waker that unparks the calling thread (one per thread, made once).
-pub(crate) fn thread_waker() -> Waker {
-    THREAD_WAKER.with(Waker::clone)
 }
 
 impl<T> Invocation<T> {
@@ -166,8 +140,8 @@ impl<T> Invocation<T> {
     /// are awake than CPUs), then park. The thread's gap predictor learns
     /// how long its waits take, asleep or not.
     fn wait_on_thread(&self, deadline: Option<Instant>) -> bool {
-        OUTSIDE_GAPS.with(|gaps| {
-            let mut budget = AdaptiveSpin::counted(self.spin.min(OUTSIDE_SPIN_MAX), gaps);
+        crate::outside::with_gaps(|gaps| {
+            let mut budget = AdaptiveSpin::counted(self.spin.min(crate::outside::SPIN_MAX), gaps);
             while budget.spin() {
                 if self.c.is_done() {
                     budget.found();
@@ -185,7 +159,7 @@ impl<T> Invocation<T> {
     /// Parks the calling thread until the invocation is done or `deadline`
     /// passes.
     fn park(&self, deadline: Option<Instant>) -> bool {
-        if THREAD_WAKER.with(|w| self.c.register(w)) {
+        if crate::outside::with_thread_waker(|w| self.c.register(w)) {
             return true;
         }
         loop {

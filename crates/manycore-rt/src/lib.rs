@@ -112,6 +112,7 @@ mod invocation;
 mod keyed;
 mod mailbox;
 mod object;
+mod outside;
 mod raw;
 mod runtime;
 mod sparse;

@@ -48,6 +48,23 @@ fn cores_count_while_awake_and_outside_threads_while_they_spin() {
     assert_eq!(waiter.join().unwrap().unwrap(), 7);
     eventually("everyone sleeps again", || Awake::count() == 0);
 
+    // The same for `block_on` on an outside thread.
+    let (seen_tx, seen_rx) = mpsc::channel();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let inv = rt.core(1).call(move || {
+        seen_tx.send(()).unwrap();
+        go_rx.recv().unwrap();
+        8
+    });
+    seen_rx.recv().unwrap();
+    let waiter = std::thread::spawn(move || manycore_rt::block_on(inv));
+    eventually("the block_on waiter parks, the busy core stays", || {
+        Awake::count() == 1
+    });
+    go_tx.send(()).unwrap();
+    assert_eq!(waiter.join().unwrap().unwrap(), 8);
+    eventually("everyone sleeps again", || Awake::count() == 0);
+
     rt.shutdown();
     assert_eq!(Awake::count(), 0, "exited cores are not counted");
 }
