@@ -704,7 +704,7 @@ fn notes(recs: &[Record]) -> String {
         let _ = write!(
             s,
             "- cores-1024 (sleep): built in {t:.0} ms; VmRSS {before:.0} -> {rss:.0} MiB \
-             (+{:.0} MiB; the ring estimate is {est:.0} MiB)",
+             (+{:.0} MiB; rings are bound when a pair first talks: all {est:.0} MiB of them only if every pair did)",
             rss - before
         );
         match (get("calls", "time"), get("calls", "memory")) {
