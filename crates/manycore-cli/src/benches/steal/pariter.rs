@@ -80,7 +80,7 @@ pub fn notes() -> String {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
-        .map(|n| format!("- {n}\n"))
+        .map(|n| format!("- {}\n", n.trim_end()))
         .collect()
 }
 
@@ -118,11 +118,17 @@ fn build(dir: &str, bin: &str, progress: &Progress) -> Result<PathBuf, String> {
     let ran = run_bounded(&mut cmd, Duration::from_secs(1200))
         .map_err(|e| format!("{bin}: cargo could not start: {e}"))?;
     if ran.status != Some(0) {
-        return Err(format!(
-            "{bin} did not build{}:\n{}",
-            if ran.timed_out { " (timed out)" } else { "" },
-            tail(&ran.stderr, 15)
-        ));
+        let why = match (ran.timed_out, ran.stderr.trim().is_empty()) {
+            (true, _) => " (timed out)".to_string(),
+            (false, true) => match ran.status {
+                Some(c) => format!(" (cargo exited with status {c}, saying nothing)"),
+                None => " (cargo was killed by a signal)".to_string(),
+            },
+            (false, false) => String::new(),
+        };
+        let out = tail(&ran.stderr, 15);
+        let sep = if out.is_empty() { "" } else { ":\n" };
+        return Err(format!("{bin} did not build{why}{sep}{out}"));
     }
     ran.stdout
         .lines()
