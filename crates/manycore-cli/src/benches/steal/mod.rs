@@ -50,7 +50,8 @@ pub const BENCH: Bench = Bench {
              (crates/manycore-rayon-core/pariter-bench) is built twice with cargo, once per \
              rayon-core; its runs alternate (rayon-core T1, manycore T1, rayon-core T2, \
              manycore T2), --reps times, each timing every workload once after a warm-up \
-             and checking its results; figures are the medians.",
+             and checking its results; figures are the medians. --reps is this part's \
+             alone: the fork-join part sizes its repetitions by --secs.",
     secs: 1.0,
     report_secs: [0.2, 0.3, 0.3],
     repeats: true,
