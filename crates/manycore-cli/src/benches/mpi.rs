@@ -184,20 +184,20 @@ fn is_executable(p: &Path) -> bool {
 
 /// The workspace this binary was built from (where the MPI program's
 /// sources are).
-fn workspace() -> PathBuf {
+pub(crate) fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// A child's output, or why there is none. The child is killed (TERM, then
 /// KILL after 10 s) when `limit` passes.
-struct Ran {
-    status: Option<i32>,
-    stdout: String,
-    stderr: String,
-    timed_out: bool,
+pub(crate) struct Ran {
+    pub status: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+    pub timed_out: bool,
 }
 
-fn run_bounded(cmd: &mut Command, limit: Duration) -> std::io::Result<Ran> {
+pub(crate) fn run_bounded(cmd: &mut Command, limit: Duration) -> std::io::Result<Ran> {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -252,7 +252,7 @@ fn run_bounded(cmd: &mut Command, limit: Duration) -> std::io::Result<Ran> {
 }
 
 /// The last `n` lines of `s`, indented (for a message).
-fn tail(s: &str, n: usize) -> String {
+pub(crate) fn tail(s: &str, n: usize) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(n)..]
         .iter()
@@ -304,7 +304,7 @@ fn build(progress: &Progress) -> Result<PathBuf, String> {
 
 /// The string value of `"key":"..."` in one line of JSON (no escapes
 /// inside but `\"` and `\\`).
-fn json_string_field(line: &str, key: &str) -> Option<String> {
+pub(crate) fn json_string_field(line: &str, key: &str) -> Option<String> {
     let pat = format!("\"{key}\":\"");
     let start = line.find(&pat)? + pat.len();
     let mut p = Parser {
@@ -403,6 +403,13 @@ fn derived(recs: &[Record]) -> Vec<Record> {
 
 /// A record line of the MPI program, `None` for anything else.
 pub fn parse_record(line: &str) -> Option<Record> {
+    parse_any_record(line).filter(|r| r.bench == BENCH.name)
+}
+
+/// A record line of any bench (`{"bench":..,"case":..,"impl":..,"metric":..,
+/// "value":..,"unit":..}`, as [`Record::to_json`] writes it), `None` for
+/// anything else.
+pub fn parse_any_record(line: &str) -> Option<Record> {
     let mut p = Parser {
         s: line.trim().as_bytes(),
         i: 0,
@@ -434,7 +441,7 @@ pub fn parse_record(line: &str) -> Option<Record> {
         return None;
     };
     let value = value?;
-    (bench == BENCH.name).then(|| Record::new(&bench, &case, &imp, &metric, value, &unit))
+    Some(Record::new(&bench, &case, &imp, &metric, value, &unit))
 }
 
 /// Just enough JSON for the records' flat objects.

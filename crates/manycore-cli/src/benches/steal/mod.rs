@@ -7,7 +7,10 @@
 //! the ideal sum of throughputs), the machine's parallel capacity S_cap, the
 //! efficiency (Ts/T2)/S_cap, the longest gap between heartbeat polls and the
 //! CPU an idle runtime burns. Every figure is a median of several repetitions.
+//! Its `pariter` part ([`pariter`]) runs workloads of rayon's own demos
+//! through the `rayon` crate on the real rayon-core and on manycore's.
 
+pub mod pariter;
 pub mod workloads;
 
 use std::hint::black_box;
@@ -29,7 +32,7 @@ use workloads::*;
 /// `manycore bench steal`.
 pub const BENCH: Bench = Bench {
     name: "steal",
-    about: "fork-join fib, knary, tree sum, quicksort vs rayon and chili",
+    about: "fork-join fib, knary, sorts, par_iter vs rayon and chili",
     title: "Fork-join: on-stack execution, stolen on demand (MuSE)",
     method: "Ts, and T1/T2 on 1 and 2 cores for manycore, rayon and chili, of fib, knary, \
              a tree sum and quicksort (smaller sizes with --quick); the configurations stay \
@@ -38,18 +41,56 @@ pub const BENCH: Bench = Bench {
              this machine. Table 1 and Table 2 after \"The MuSE System: A Flexible \
              Combination of On-Stack Execution and Work-Stealing\". Cores are not pinned \
              (--pin pins them): on a shared machine a pinned core cannot move off a CPU \
-             that another tenant is using.",
+             that another tenant is using. Part pariter: the `rayon` crate on the real \
+             rayon-core against rayon on manycore's rayon-core (crates/manycore-rayon-core), \
+             T1 and T2 of par_iter().map().sum() and collect over 10^7 u64, par_sort and \
+             par_sort_unstable of 10^7 u64, and, written in the shape of rayon-demo's, its \
+             recursive-join quicksort of 10^7 u32 and its Z-order matrix multiply of side 512 \
+             (10^5 elements and side 128 with --quick). One program \
+             (crates/manycore-rayon-core/pariter-bench) is built twice with cargo, once per \
+             rayon-core; its runs alternate (rayon-core T1, manycore T1, rayon-core T2, \
+             manycore T2), --reps times, each timing every workload once after a warm-up \
+             and checking its results; figures are the medians. --reps is this part's \
+             alone: the fork-join part sizes its repetitions by --secs.",
     secs: 1.0,
     report_secs: [0.2, 0.3, 0.3],
-    options: &[Opt::switch(
-        "--pin",
-        "pin the runtimes' cores to CPUs [default: not pinned]",
-    )],
+    repeats: true,
+    options: &[
+        Opt::switch(
+            "--pin",
+            "pin the runtimes' cores to CPUs [default: not pinned]",
+        ),
+        Opt {
+            flag: "--only",
+            value: Some("PARTS"),
+            help: "run only these parts: fork-join (the workloads on\nmanycore-steal, rayon and chili, Tables 1 and 2, the\nidle runtime), pariter (the rayon crate on both\nrayon-cores) (comma-separated)",
+            parse: parse_parts,
+        },
+    ],
     expected_secs,
     run,
     targets,
+    notes: |_| pariter::notes(),
     ..Bench::DEFAULT
 };
+
+/// The parts `--only` chooses from.
+const PARTS: [&str; 2] = ["fork-join", "pariter"];
+
+fn parse_parts(v: &str) -> Result<Vec<String>, String> {
+    v.split(',')
+        .map(str::trim)
+        .map(|p| match PARTS.contains(&p) {
+            true => Ok(p.to_string()),
+            false => Err("expected fork-join or pariter".to_string()),
+        })
+        .collect()
+}
+
+/// Whether `--only` (or its absence) selects `part`.
+fn wanted(o: &Options, part: &str) -> bool {
+    o.get("--only").is_none_or(|v| v.iter().any(|p| p == part))
+}
 
 /// Repetitions of one cell: as many runs of about `est` seconds as `secs`
 /// allows, 3 to 21.
@@ -62,6 +103,21 @@ fn reps_for(secs: f64, est: f64) -> usize {
 /// configurations (reps + 1) times, about 1.2 Ts each after a 5 ms pause;
 /// plus S_cap, the trees, Table 1 and the idle runtime.
 fn expected_secs(o: &Options) -> f64 {
+    let fork_join = if wanted(o, "fork-join") {
+        fork_join_secs(o)
+    } else {
+        0.0
+    };
+    let pariter = if wanted(o, "pariter") {
+        pariter::expected_secs(o)
+    } else {
+        0.0
+    };
+    fork_join + pariter
+}
+
+/// The expected time of the fork-join part.
+fn fork_join_secs(o: &Options) -> f64 {
     // (configurations, Ts in seconds at the quick size, at the default size)
     const CELLS: [(f64, f64, f64); 7] = [
         (9.0, 0.4e-3, 1.7e-3),   // fib
@@ -196,9 +252,22 @@ fn run_workload(o: &Options, w: &mut Workload<'_>, s_cap: f64, out: &mut Vec<Rec
     ts
 }
 
-/// Runs every workload, then Table 1, Table 2 and the idle runtime.
+/// Runs the parts chosen: every fork-join workload, then Table 1, Table 2
+/// and the idle runtime; then the rayon crate on both rayon-cores.
 fn run(opts: &Options, progress: &Progress) -> Vec<Record> {
     let mut out = Vec::new();
+    if wanted(opts, "fork-join") {
+        run_fork_join(opts, progress, &mut out);
+    }
+    if wanted(opts, "pariter") {
+        pariter::run(opts, progress, &mut out);
+    }
+    out
+}
+
+/// Every workload on manycore-steal, rayon and chili, then Table 1, Table 2
+/// and the idle runtime.
+fn run_fork_join(opts: &Options, progress: &Progress, out: &mut Vec<Record>) {
     let q = opts.quick;
     progress.set_message("steal: parallel capacity");
     let s_cap = parallel_capacity(q);
@@ -226,7 +295,7 @@ fn run(opts: &Options, progress: &Progress) -> Vec<Record> {
             time(|| fib_chili(&mut s, black_box(n)))
         }),
     };
-    run_workload(opts, &mut w, s_cap, &mut out);
+    run_workload(opts, &mut w, s_cap, out);
     {
         // Longest gap between two heartbeat polls while the tree runs.
         let rt = runtime(opts, 1);
@@ -261,7 +330,7 @@ fn run(opts: &Options, progress: &Progress) -> Vec<Record> {
                 time(|| knary_chili(&mut s, p, 0))
             }),
         };
-        let ts = run_workload(opts, &mut w, s_cap, &mut out);
+        let ts = run_workload(opts, &mut w, s_cap, out);
         if i == 1000 {
             knary_1000 = Some((p, ts));
         }
@@ -302,7 +371,7 @@ fn run(opts: &Options, progress: &Progress) -> Vec<Record> {
                 })
             }),
         };
-        run_workload(opts, &mut w, s_cap, &mut out);
+        run_workload(opts, &mut w, s_cap, out);
     }
     drop(small);
     if let Ok(t) = Arc::try_unwrap(big) {
@@ -341,13 +410,13 @@ fn run(opts: &Options, progress: &Progress) -> Vec<Record> {
             time(|| qsort_chili(&mut s, &mut v))
         }),
     };
-    run_workload(opts, &mut w, s_cap, &mut out);
+    run_workload(opts, &mut w, s_cap, out);
 
     progress.set_message("steal: table 1");
-    table1(opts, &mut out);
+    table1(opts, out);
     if let Some((p, ts)) = knary_1000 {
         progress.set_message("steal: table 2");
-        table2(opts, p, ts, &mut out);
+        table2(opts, p, ts, out);
     }
     progress.set_message("steal: idle runtime");
     // CPU burnt by an attached, idle two-core runtime.
@@ -358,7 +427,6 @@ fn run(opts: &Options, progress: &Progress) -> Vec<Record> {
         Ok(rt)
     });
     out.extend(idle.ok().map(|ms| BENCH.record("idle", "manycore", "idle_cpu", ms, "ms/s")));
-    out
 }
 
 /// Runs `f` on core 0 of `rt` and returns how long it took there.
@@ -575,8 +643,13 @@ fn targets(recs: &[Record]) -> Vec<Target> {
         let t2 = get(&case, "manycore", "T2/Ts");
         v.push(at_most(format!("{case} manycore T2/Ts"), t2, 1.0));
     }
-    let idle = get("idle", "manycore", "idle_cpu");
-    v.push(Target::new("idle runtime CPU", idle, "ms/s", Cmp::AtMost, 2.0));
+    // The idle runtime's target, unless the run was the pariter part alone.
+    let pariter_only = !recs.is_empty() && recs.iter().all(pariter::is_pariter);
+    if !pariter_only {
+        let idle = get("idle", "manycore", "idle_cpu");
+        v.push(Target::new("idle runtime CPU", idle, "ms/s", Cmp::AtMost, 2.0));
+    }
+    v.extend(pariter::targets(recs));
     v
 }
 
