@@ -59,12 +59,40 @@ t48 = get("reduce", "48-members", "manycore-tree-sleep", "median")
 h48 = get("reduce", "48-members", "manycore-tree-sleep", "hops")
 f48 = get("reduce", "48-members", "manycore-flat-sleep", "median")
 rows.append(("reduce, 48 members (48 cores on 2 CPUs, sleep)", f"tree {us(t48)}, {h48:.0f} hops", f"flat {us(f48)}", "<= 4 hops"))
+th48 = get("reduce", "48-members", "manycore-tree-hybrid", "median")
+if th48 is not None and t48:
+    rows.append(("reduce, 48 members, hybrid (the default)", f"tree {us(th48)} ({th48/t48:.2f}x sleep)", f"sleep {us(t48)}", "<= 1.2x sleep"))
+kv_shapes = sorted({r["case"] for r in recs if r["bench"] == "kv" and r["impl"] == "manycore-hybrid" and r["metric"] == "median"},
+                   key=lambda c: [r["case"] for r in recs].index(c))
+within = []
+for c in kv_shapes:
+    h = get("kv", c, "manycore-hybrid", "median")
+    fixed = [v for v in (get("kv", c, "manycore-poll", "median"), get("kv", c, "manycore-sleep", "median")) if v]
+    if h and fixed:
+        within.append(h / min(fixed) <= 1.5)
+if within:
+    rows.append(("kv store, default policy in each shape (cores 2/4/16, outside and core clients)", f"{sum(within)} of {len(within)} shapes within 1.5x of the best fixed policy", "poll, sleep (same run)", "every shape"))
+os4, os4s = get("kv", "outside-sync/4c", "manycore-hybrid", "median"), get("kv", "outside-sync/4c", "manycore-sleep", "median")
+if os4 is not None:
+    rows.append(("kv store, synchronous outside clients, 4 cores on 2 CPUs", f"{us(os4 / 1000)} per op", f"sleep {us(os4s / 1000)}" if os4s else "", "<= 3 us"))
 mr = lambda i: get("sched", "overload", i, "miss-rate")
 rows.append(("deadline misses under overload", f"EDF {mr('edf'):.1f} %, priority {mr('priority'):.1f} %", f"FIFO {mr('fifo'):.1f} %", "EDF < FIFO"))
 s64, u64 = get("sock", "rtt-64B-procs", "manycore-sock-hybrid", "median"), get("sock", "rtt-64B-procs", "unix", "median")
 rows.append(("socket 64 B round trip, two processes (hybrid)", f"{s64:.2f} us ({s64/u64:.3f}x)", f"Unix socket {u64:.1f} us", "<= 0.33x Unix"))
 sst, ust = get("sock", "stream-1MiB-procs", "manycore-sock-hybrid", "throughput"), get("sock", "stream-1MiB-procs", "unix", "throughput")
 rows.append(("socket 1 MiB streaming, two processes", f"{sst:.0f} MiB/s ({sst/ust:.1f}x)", f"Unix socket {ust:.0f} MiB/s", ">= 2x Unix"))
+sa, ua = get("sock", "rtt-64B-procs-async", "manycore-sock-tokio", "median"), get("sock", "rtt-64B-procs-async", "tokio-unix", "median")
+if sa is not None and ua:
+    rows.append(("socket 64 B round trip under tokio, two processes", f"{sa:.2f} us ({sa/ua:.2f}x)", f"tokio UnixStream {ua:.1f} us", "<= 0.5x tokio"))
+sta, uta = get("sock", "stream-1MiB-procs-async", "manycore-sock-tokio", "throughput"), get("sock", "stream-1MiB-procs-async", "tokio-unix", "throughput")
+if sta is not None and uta:
+    rows.append(("socket 1 MiB streaming under tokio, two processes", f"{sta:.0f} MiB/s ({sta/uta:.1f}x)", f"tokio UnixStream {uta:.0f} MiB/s", ">= 2x tokio"))
+fl = lambda c, i, m="median": get("flow", c, i, m)
+if fl("local_fire", "flow") is not None:
+    rows.append(("dataflow: fire a local instance", ns(fl("local_fire", "flow")), f"Core::spawn {ns(fl('local_fire', 'core-spawn'))}", "<= 50 ns"))
+    rows.append(("dataflow: cross-core signal", f"{ns(fl('cross_core', 'flow-signal'))} ({fl('ratio', 'cross flow-signal/core-spawn'):.1f}x)", f"Core::spawn {ns(fl('cross_core', 'core-spawn'))}", "<= 1.5x spawn"))
+    rows.append(("dataflow: tree graph, per node", f"{ns(fl('graph', 'flow', 'per_node'))}", f"tokio {ns(fl('graph', 'tokio', 'per_node'))}, dagx {ns(fl('graph', 'dagx', 'per_node'))}, rayon scope {ns(fl('graph', 'rayon-scope', 'per_node'))}", "<= 0.5x tokio, dagx"))
+    rows.append(("dataflow: eventfd ping-pong through the reactor", f"{us(fl('ping_pong', 'flow-epoll'))} ({fl('ratio', 'reactor flow-epoll/epoll-loop'):.1f}x)", f"hand-written epoll loop {us(fl('ping_pong', 'epoll-loop'))}", "<= 1.2x epoll loop"))
 cases = sorted({r["case"] for r in recs if r["bench"] == "steal" and r["impl"] == "manycore" and r["metric"] == "T2"},
                key=lambda c: [r["case"] for r in recs].index(c))
 for c in cases:
@@ -77,6 +105,13 @@ for c in cases:
         continue
     rows.append((f"fork-join {c}, T1 / T2 on 2 cores", f"{ms(t1)} / {ms(t2)} (T2 {t2/ts:.2f}x Ts)",
                  f"sequential {ms(ts)}; rayon T2 {ms(st('rayon', 'T2'))}; chili T2 {ms(st('chili', 'T2'))}", steal_target(c)))
+pi_cases = sorted({r["case"] for r in recs if r["bench"] == "steal" and r["impl"] == "rayon-on-manycore" and r["metric"] == "T2"},
+                  key=lambda c: [r["case"] for r in recs].index(c))
+for c in pi_cases:
+    m2, r2 = get("steal", c, "rayon-on-manycore", "T2"), get("steal", c, "rayon-on-rayon-core", "T2")
+    if m2 is None or not r2:
+        continue
+    rows.append((f"rayon crate, {c}, T2 on manycore's rayon-core", f"{ms(m2)} ({m2/r2:.2f}x)", f"on rayon-core {ms(r2)}", "<= 1x rayon-core"))
 print("| measurement | manycore | peer (same run) | target |")
 print("|---|---|---|---|")
 for r in rows:
