@@ -6,6 +6,7 @@
 //! * [`bench`](mod@bench): what a benchmark is (one [`bench::Bench`] value), its
 //!   options, sizes and targets; [`benches`]: every benchmark, one module each;
 //! * [`cli`]: argument parsing (hand-written; usage errors exit with 2);
+//! * [`idle`](mod@idle): the idle policies a bench runs, by name;
 //! * [`record`]: the JSON record every benchmark emits;
 //! * [`measure`]: the measuring loop and the helpers the benches share;
 //! * [`stats`]: the one median and the one percentile;
@@ -15,6 +16,7 @@
 pub mod bench;
 pub mod benches;
 pub mod cli;
+pub mod idle;
 pub mod measure;
 pub mod plot;
 pub mod progress;

@@ -12,7 +12,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
-use manycore::{IdlePolicy, Invocation, Remote, Runtime};
+use manycore::{Invocation, Remote, Runtime};
+
+pub use crate::idle::Idle;
 
 use super::workload::{
     fold, on_threads, prefill, shard_of, sorted, Map, Measured, Op, Watch, Workload,
@@ -47,46 +49,6 @@ impl Client {
             Client::CoreBlocking => "core-blocking",
             Client::CoreAsync => "core-async",
             Client::Pipelined => "pipelined",
-        }
-    }
-}
-
-/// A manycore idle policy by name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Idle {
-    /// Spin (needs a CPU per core).
-    Poll,
-    /// Sleep on the doorbell at once.
-    Sleep,
-    /// Spin for the default budget, then sleep (the runtime's default).
-    Hybrid,
-}
-
-impl Idle {
-    /// All three, in table order.
-    pub const ALL: [Idle; 3] = [Idle::Poll, Idle::Sleep, Idle::Hybrid];
-    /// `poll`, `sleep`, `hybrid`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Idle::Poll => "poll",
-            Idle::Sleep => "sleep",
-            Idle::Hybrid => "hybrid",
-        }
-    }
-    /// The impl of its records: `manycore-poll`, ...
-    pub fn impl_name(self) -> &'static str {
-        match self {
-            Idle::Poll => "manycore-poll",
-            Idle::Sleep => "manycore-sleep",
-            Idle::Hybrid => "manycore-hybrid",
-        }
-    }
-    /// The runtime's policy (`Hybrid` with the runtime's default budget).
-    pub fn policy(self) -> IdlePolicy {
-        match self {
-            Idle::Poll => IdlePolicy::Poll,
-            Idle::Sleep => IdlePolicy::Sleep,
-            Idle::Hybrid => IdlePolicy::default(),
         }
     }
 }

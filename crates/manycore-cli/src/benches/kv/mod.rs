@@ -144,7 +144,7 @@ const OPTIONS: &[Opt] = &[
         flag: "--idle",
         value: Some("LIST"),
         help: "idle policies: poll, sleep, hybrid or all (comma-separated)\n[default: all]",
-        parse: parse_idle,
+        parse: crate::idle::parse_list,
     },
     Opt {
         flag: "--only",
@@ -196,24 +196,6 @@ fn parse_cores(v: &str) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-fn parse_idle(v: &str) -> Result<Vec<String>, String> {
-    let mut out: Vec<String> = Vec::new();
-    for part in v.split(',').map(str::trim) {
-        let add: Vec<Idle> = match part {
-            "all" => Idle::ALL.to_vec(),
-            p => vec![Idle::ALL
-                .into_iter()
-                .find(|i| i.name() == p)
-                .ok_or("expected poll, sleep, hybrid or all")?],
-        };
-        for a in add {
-            if !out.iter().any(|o| o == a.name()) {
-                out.push(a.name().to_string());
-            }
-        }
-    }
-    Ok(out)
-}
 
 fn parse_groups(v: &str) -> Result<Vec<String>, String> {
     v.split(',')
@@ -253,15 +235,7 @@ impl Config {
             || if o.quick { vec![2, 4] } else { vec![2, 4, 16] },
             |v| v.iter().filter_map(|c| c.parse().ok()).collect(),
         );
-        let idle = o.get("--idle").map_or_else(
-            || Idle::ALL.to_vec(),
-            |v| {
-                Idle::ALL
-                    .into_iter()
-                    .filter(|i| v.iter().any(|n| n == i.name()))
-                    .collect()
-            },
-        );
+        let idle = crate::idle::chosen(o);
         let groups = match o.get("--only") {
             Some(v) => GROUPS
                 .into_iter()

@@ -82,7 +82,6 @@ fn options_parse() {
     assert!(parse_mix("90/20").is_err() && parse_mix("90").is_err());
     assert_eq!(parse_cores("2,16,2").unwrap(), ["2", "16"]);
     assert!(parse_cores("0").is_err());
-    assert_eq!(parse_idle("sleep,all").unwrap(), ["sleep", "poll", "hybrid"]);
     assert!(parse_groups("peers,cores-1024").is_ok() && parse_groups("x").is_err());
     let mut o = Options::defaults(&BENCH, true);
     assert!(!Config::new(&o).wants("cores-1024"), "not in --quick");

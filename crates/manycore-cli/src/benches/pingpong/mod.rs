@@ -39,7 +39,7 @@ pub const BENCH: Bench = Bench {
         flag: "--idle",
         value: Some("LIST"),
         help: "manycore idle policies: poll, sleep, hybrid or all\n(comma-separated) [default: all]",
-        parse: parse_idle,
+        parse: crate::idle::parse_list,
     }],
     expected_secs,
     run,
@@ -82,68 +82,8 @@ over min(--secs, 1) s (at least 0.1 s) while the main thread sleeps. Every
 wait for a partner gives up after 5 s (the row is then left out, with a
 message on stderr).";
 
-/// A manycore idle policy, by name (mapped to `manycore::IdlePolicy` by the runtime rows).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Idle {
-    /// Spin (lowest latency, burns the CPU).
-    Poll,
-    /// Sleep on the doorbell at once.
-    Sleep,
-    /// Spin for a budget, then sleep (the runtime's default).
-    Hybrid,
-}
-
-impl Idle {
-    /// All three, in report order.
-    pub const ALL: [Idle; 3] = [Idle::Poll, Idle::Sleep, Idle::Hybrid];
-    /// `poll`, `sleep`, `hybrid`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Idle::Poll => "poll",
-            Idle::Sleep => "sleep",
-            Idle::Hybrid => "hybrid",
-        }
-    }
-    /// The impl name in records: `manycore-poll`, ...
-    pub fn impl_name(self) -> &'static str {
-        match self {
-            Idle::Poll => "manycore-poll",
-            Idle::Sleep => "manycore-sleep",
-            Idle::Hybrid => "manycore-hybrid",
-        }
-    }
-    /// Parses a name.
-    pub fn from_name(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|i| i.name() == s)
-    }
-}
-
-
-/// `--idle LIST`: names of idle policies or `all`, comma-separated; in
-/// order, each once.
-fn parse_idle(v: &str) -> Result<Vec<String>, String> {
-    let mut out: Vec<String> = Vec::new();
-    for part in v.split(',').map(str::trim) {
-        let add: Vec<Idle> = match part {
-            "all" => Idle::ALL.to_vec(),
-            p => vec![Idle::from_name(p).ok_or("expected poll, sleep, hybrid or all")?],
-        };
-        for a in add {
-            if !out.iter().any(|o| o == a.name()) {
-                out.push(a.name().to_string());
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// The idle policies a run measures (`--idle`, or all).
-fn idle_policies(o: &Options) -> Vec<Idle> {
-    o.get("--idle").map_or_else(
-        || Idle::ALL.to_vec(),
-        |v| v.iter().filter_map(|n| Idle::from_name(n)).collect(),
-    )
-}
+pub use crate::idle::Idle;
+use crate::idle::chosen as idle_policies;
 
 /// How long the idle-CPU measurement lets a fresh runtime settle.
 const IDLE_SETTLE: Duration = Duration::from_millis(200);
@@ -553,9 +493,6 @@ mod tests {
 
     #[test]
     fn idle_option() {
-        assert_eq!(parse_idle("sleep,poll,sleep").unwrap(), ["sleep", "poll"]);
-        assert_eq!(parse_idle("all").unwrap(), ["poll", "sleep", "hybrid"]);
-        assert!(parse_idle("spin").is_err());
         let mut o = Options::defaults(&BENCH, false);
         assert_eq!(idle_policies(&o), Idle::ALL);
         o.extra = vec![("--idle", vec!["hybrid".into()])];

@@ -7,25 +7,16 @@
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-use manycore::{Core, IdlePolicy, Runtime};
+use manycore::{Core, Runtime};
 
 use crate::measure::{run_batches, Plan, Samples, PARTNER_TIMEOUT};
 use super::Idle;
-
-/// The runtime's policy for a name. `Hybrid` uses the runtime's default budget.
-fn policy(i: Idle) -> IdlePolicy {
-    match i {
-        Idle::Poll => IdlePolicy::Poll,
-        Idle::Sleep => IdlePolicy::Sleep,
-        Idle::Hybrid => IdlePolicy::default(),
-    }
-}
 
 /// A 2-core runtime with idle policy `i`, pinned.
 fn runtime(i: Idle) -> Result<Runtime, String> {
     Runtime::builder()
         .cores(2)
-        .idle(policy(i))
+        .idle(i.policy())
         .pin(true)
         .build()
         .map_err(|e| format!("{}: cannot build the runtime: {e}", i.impl_name()))
