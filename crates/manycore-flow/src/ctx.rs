@@ -133,7 +133,7 @@ impl<'a, M: Mode> Ctx<'a, M> {
         F: FnOnce(&Ctx<'_, M>) + Send + 'static,
     {
         let body = Once(move |raw: RawCtx<'_>, _: Vec<()>| body(&Ctx::from_raw(raw)));
-        node::create(on, M::KIND, 0, None, body).map(drop)
+        node::start(on, M::KIND, 0, None, body)
     }
 
     /// Takes this body's gate along, so that it stays held after the body

@@ -7,13 +7,40 @@
 use crate::claims::Claims;
 use crate::mode::ModeKind;
 use manycore_rt::Core;
-use std::sync::Arc;
 
 /// The shared record of one instance.
 pub(crate) struct Frame {
-    /// The owner core (shared by the frames made on it: `here::owner`).
-    pub(crate) owner: Arc<Core>,
+    /// The owner core; taken out only when the instance is dropped, to be
+    /// recycled (`here::recycle`).
+    core: Option<Core>,
     pub(crate) mode: ModeKind,
     pub(crate) inputs: usize,
     pub(crate) claims: Claims,
+}
+
+impl Frame {
+    pub(crate) fn new(owner: Core, mode: ModeKind, inputs: usize, claims: Claims) -> Self {
+        Self {
+            core: Some(owner),
+            mode,
+            inputs,
+            claims,
+        }
+    }
+
+    /// The owner core.
+    #[inline]
+    pub(crate) fn owner(&self) -> &Core {
+        match &self.core {
+            Some(c) => c,
+            // Only `take_owner` empties it, from the node's `Drop`, after
+            // which nothing reads the frame.
+            None => unreachable!("a frame's core is taken only when it is dropped"),
+        }
+    }
+
+    /// Takes the owner core out (the node is being dropped).
+    pub(crate) fn take_owner(&mut self) -> Option<Core> {
+        self.core.take()
+    }
 }

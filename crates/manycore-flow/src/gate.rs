@@ -11,7 +11,7 @@
 //! The lock word and queue are a `Turnstile`; this module adds statistics,
 //! the guard that releases, and the dispatch of the next holder to its core.
 
-use crate::node::{self, AnyNode};
+use crate::node::{self, NodeRef};
 use crate::turnstile::Turnstile;
 use manycore_sync::atomic::{AtomicU64, Ordering};
 use std::cell::{Cell, RefCell};
@@ -61,7 +61,7 @@ pub struct Gate {
 
 struct GateInner {
     policy: Exclusion,
-    turnstile: Turnstile<Arc<dyn AnyNode>>,
+    turnstile: Turnstile<NodeRef>,
     runs: AtomicU64,
     self_continuations: AtomicU64,
     queued: AtomicU64,
@@ -136,7 +136,7 @@ impl Gate {
     }
 
     /// Takes the gate for `node`, or queues `node` for a later handoff.
-    pub(crate) fn enqueue(&self, node: Arc<dyn AnyNode>) -> Option<GateGuard> {
+    pub(crate) fn enqueue(&self, node: NodeRef) -> Option<GateGuard> {
         match self.inner.turnstile.acquire_or_enqueue(node) {
             Some(_) => Some(GateGuard::new(self.clone())),
             None => {
@@ -234,7 +234,7 @@ fn release_one(gate: Gate) {
     };
     bump(&gate.inner.handoffs);
     let guard = GateGuard::new(gate);
-    let owner = node.frame().owner.clone();
+    let owner = node.frame().owner().clone();
     // A failed spawn drops the closure and the guard in it: released again.
     let _ = owner.spawn(move || node::resume(node, guard));
 }

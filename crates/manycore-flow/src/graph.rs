@@ -9,7 +9,7 @@ use crate::ctx::{self, RawCtx};
 use crate::error::{BuildError, FlowError};
 use crate::instance::AnySlot;
 use crate::mode::ModeKind;
-use crate::node::{self, AnyNode};
+use crate::node::{self, NodeRef};
 use crate::outcome::Outcome;
 use crate::pending::Once;
 use crate::signal;
@@ -326,7 +326,7 @@ impl<T: Clone + Send + 'static> Graph<T> {
         )?;
         // Successors first, so that each node's targets exist when it is made
         // (a node without inputs fires at once).
-        let mut frames: Vec<Option<Arc<dyn AnyNode>>> = vec![None; self.nodes.len()];
+        let mut frames: Vec<Option<NodeRef>> = vec![None; self.nodes.len()];
         for &v in self.order.iter().rev() {
             let targets: Vec<AnySlot<T>> = self.succ[v]
                 .iter()

@@ -8,7 +8,6 @@
 
 use manycore_rt::Core;
 use std::cell::{Cell, RefCell};
-use std::sync::Arc;
 
 /// Not looked up yet.
 const UNKNOWN: usize = usize::MAX;
@@ -18,8 +17,8 @@ const NOT_A_CORE: usize = usize::MAX - 1;
 thread_local! {
     /// (runtime id, core index) of this thread.
     static HERE: Cell<(u64, usize)> = const { Cell::new((0, UNKNOWN)) };
-    /// This core's handle as the frames of instances made here share it.
-    static HOME: RefCell<Option<Arc<Core>>> = const { RefCell::new(None) };
+    /// Handles to this core given back by dropped frames (see `owner`).
+    static KEPT: RefCell<Vec<Core>> = const { RefCell::new(Vec::new()) };
 }
 
 /// (runtime id, core index) of the calling thread, or None off the cores.
@@ -52,23 +51,41 @@ pub(crate) fn on_a_core() -> bool {
     here().is_some()
 }
 
-/// A handle to core `on` for an instance's frame. Every instance made on
-/// its own core shares one per core (a reference count on a line that core
-/// keeps, where cloning the `Core` itself would count on the runtime's
-/// record, one line that every core of the runtime writes).
-pub(crate) fn owner(on: &Core, local: bool) -> Arc<Core> {
+/// Cores kept for the frames of instances made here: at most this many.
+const KEEP: usize = 1024;
+
+/// A handle to core `on` for an instance's frame. Made on `on` itself
+/// (`local`), it is one that an instance dropped here gave back, if there
+/// is one: cloning a `Core` counts on the runtime's record, one line that
+/// every core of the runtime writes, and a frame made and dropped on its
+/// core then costs no count at all.
+#[inline]
+pub(crate) fn owner(on: &Core, local: bool) -> Core {
     if local {
-        let shared = HOME
-            .try_with(|h| {
-                h.try_borrow_mut()
-                    .ok()
-                    .map(|mut h| h.get_or_insert_with(|| Arc::new(on.clone())).clone())
-            })
+        let kept = KEPT
+            .try_with(|k| k.try_borrow_mut().ok().and_then(|mut k| k.pop()))
             .ok()
             .flatten();
-        if let Some(c) = shared {
+        if let Some(c) = kept {
             return c;
         }
     }
-    Arc::new(on.clone())
+    on.clone()
+}
+
+/// Takes back the core of a dropped frame: kept for the next frame if it is
+/// this thread's core, dropped otherwise.
+#[inline]
+pub(crate) fn recycle(core: Core) {
+    if !is(&core) {
+        return;
+    }
+    let mut core = Some(core);
+    let _ = KEPT.try_with(|k| {
+        if let Ok(mut k) = k.try_borrow_mut() {
+            if k.len() < KEEP {
+                k.extend(core.take());
+            }
+        }
+    });
 }

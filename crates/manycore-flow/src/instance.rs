@@ -5,12 +5,11 @@
 use crate::ctx::{Ctx, RawCtx};
 use crate::error::FlowError;
 use crate::mode::{Mode, ModeKind, User};
-use crate::node::{self, AnyNode};
+use crate::node::{self, NodeRef};
 use crate::pending::Once;
 use manycore_rt::Core;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 /// A handle to an instance with inputs of type `T`, running in mode `M`
 /// once it fires. Cheap to clone, `Send + Sync`; the instance lives on one
@@ -38,7 +37,7 @@ use std::sync::Arc;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Instance<T, M: Mode = User> {
-    node: Arc<dyn AnyNode>,
+    node: NodeRef,
     _t: PhantomData<fn(T) -> M>,
 }
 
@@ -54,7 +53,7 @@ impl<T, M: Mode> Clone for Instance<T, M> {
 impl<T, M: Mode> fmt::Debug for Instance<T, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Instance")
-            .field("core", &self.node.frame().owner.index())
+            .field("core", &self.node.frame().owner().index())
             .field("mode", &self.node.frame().mode)
             .field("inputs", &self.node.frame().inputs)
             .field("complete", &self.node.frame().claims.is_complete())
@@ -78,14 +77,14 @@ impl<T: Send + 'static, M: Mode> Instance<T, M> {
 }
 
 impl<T, M: Mode> Instance<T, M> {
-    pub(crate) fn from_node(node: Arc<dyn AnyNode>) -> Self {
+    pub(crate) fn from_node(node: NodeRef) -> Self {
         Self {
             node,
             _t: PhantomData,
         }
     }
 
-    pub(crate) fn node(&self) -> &Arc<dyn AnyNode> {
+    pub(crate) fn node(&self) -> &NodeRef {
         &self.node
     }
 
@@ -107,7 +106,7 @@ impl<T, M: Mode> Instance<T, M> {
 
     /// The core the instance lives on.
     pub fn core(&self) -> &Core {
-        &self.node.frame().owner
+        self.node.frame().owner()
     }
 
     /// The instance's mode.
@@ -126,7 +125,7 @@ impl<T, M: Mode> Instance<T, M> {
 /// hand to a producer (a child's result slot, a receiver thread passed in a
 /// system call, the target of a device completion).
 pub struct Slot<T, M: Mode = User> {
-    node: Arc<dyn AnyNode>,
+    node: NodeRef,
     index: usize,
     _t: PhantomData<fn(T) -> M>,
 }
@@ -144,7 +143,7 @@ impl<T, M: Mode> Clone for Slot<T, M> {
 impl<T, M: Mode> fmt::Debug for Slot<T, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Slot")
-            .field("core", &self.node.frame().owner.index())
+            .field("core", &self.node.frame().owner().index())
             .field("mode", &self.node.frame().mode)
             .field("index", &self.index)
             .finish()
@@ -152,7 +151,7 @@ impl<T, M: Mode> fmt::Debug for Slot<T, M> {
 }
 
 impl<T, M: Mode> Slot<T, M> {
-    pub(crate) fn node(&self) -> &Arc<dyn AnyNode> {
+    pub(crate) fn node(&self) -> &NodeRef {
         &self.node
     }
 
@@ -180,7 +179,7 @@ impl<T, M: Mode> Slot<T, M> {
 /// A [`Slot`] whose instance's mode is a value, checked against the
 /// sender's mode when signalled ([`Ctx::signal_any`]).
 pub struct AnySlot<T> {
-    node: Arc<dyn AnyNode>,
+    node: NodeRef,
     index: usize,
     _t: PhantomData<fn(T)>,
 }
@@ -198,7 +197,7 @@ impl<T> Clone for AnySlot<T> {
 impl<T> fmt::Debug for AnySlot<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AnySlot")
-            .field("core", &self.node.frame().owner.index())
+            .field("core", &self.node.frame().owner().index())
             .field("mode", &self.node.frame().mode)
             .field("index", &self.index)
             .finish()
@@ -206,7 +205,7 @@ impl<T> fmt::Debug for AnySlot<T> {
 }
 
 impl<T> AnySlot<T> {
-    pub(crate) fn new(node: Arc<dyn AnyNode>, index: usize) -> Self {
+    pub(crate) fn new(node: NodeRef, index: usize) -> Self {
         Self {
             node,
             index,
@@ -214,7 +213,7 @@ impl<T> AnySlot<T> {
         }
     }
 
-    pub(crate) fn node(&self) -> &Arc<dyn AnyNode> {
+    pub(crate) fn node(&self) -> &NodeRef {
         &self.node
     }
 
@@ -230,7 +229,7 @@ impl<T> AnySlot<T> {
 
     /// The core the slot's instance lives on.
     pub fn core(&self) -> &Core {
-        &self.node.frame().owner
+        self.node.frame().owner()
     }
 
     /// The typed slot, if the instance's mode is `M`.

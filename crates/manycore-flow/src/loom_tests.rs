@@ -1,6 +1,7 @@
 //! Loom models of manycore-flow's concurrent protocols, against the real
 //! `Claims` (the shared half of the synchronisation counter), the real
-//! `OwnerCell` (who may reach an instance's owner half), the real
+//! `OwnerCell` (who may reach an instance's owner half), the real `Shared`
+//! (an instance's reference count), the real
 //! `Turnstile` (a gate's lock word, queue and handoff) and the real
 //! reactor `Commands` (its queue and sleep handshake).
 //!
@@ -14,6 +15,7 @@
 
 use crate::claims::{Claim, Claims};
 use crate::raw::owner_cell::OwnerCell;
+use crate::raw::shared::{Counted, Shared};
 use crate::turnstile::Turnstile;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::{Arc, Mutex};
@@ -133,7 +135,7 @@ fn claims_a_signal_after_the_firing_sees_fired() {
 #[test]
 fn owner_cell_lets_in_exactly_one_thread_for_good() {
     model(|| {
-        let cell = Arc::new(OwnerCell::new(0u32));
+        let cell = Arc::new(OwnerCell::new_for(false, 0u32));
         let c = cell.clone();
         let other = thread::spawn(move || {
             let first = c.with_in_model(2, |v| {
@@ -152,6 +154,47 @@ fn owner_cell_lets_in_exactly_one_thread_for_good() {
         assert_eq!(first, again, "the same verdict, and the value kept");
         let other = other.join().unwrap();
         assert!(first.is_some() != other, "exactly one owner");
+    });
+}
+
+/// A value that checks, when it is dropped, that both users' uses are
+/// visible, and counts its drops.
+struct Used {
+    uses: Arc<AtomicUsize>,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Used {
+    fn drop(&mut self) {
+        // Relaxed: only the count's Release/Acquire can make both uses
+        // visible here.
+        assert_eq!(self.uses.load(Ordering::Relaxed), 2, "freed before a use");
+        self.drops.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Two references made at once (`pair`), one cloned and the clone dropped
+/// on the way, used and dropped on two threads: the value is dropped once,
+/// by the last drop, after both threads' uses.
+#[test]
+fn shared_frees_once_after_every_use() {
+    model(|| {
+        let uses = Arc::new(AtomicUsize::new(0));
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (a, b) = Shared::pair(Box::new(Counted::new(Used {
+            uses: uses.clone(),
+            drops: drops.clone(),
+        })));
+        let t = thread::spawn(move || {
+            let c = b.clone();
+            c.uses.fetch_add(1, Ordering::Relaxed);
+            drop(c);
+            drop(b);
+        });
+        a.uses.fetch_add(1, Ordering::Relaxed);
+        drop(a);
+        t.join().unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
     });
 }
 

@@ -1,7 +1,7 @@
 //! `Node`: one instance in one allocation: the [`Frame`] every handle reads
 //! and the owner's [`Pending`] half (slots, count, body, registry entry) in
 //! a cell only the owner core's thread can reach. Handles hold it as an
-//! `Arc<dyn AnyNode>`, with the value type in their own type; this module
+//! `NodeRef`, with the value type in their own type; this module
 //! is what happens to an instance on its owner core: it is collected,
 //! receives values, fires, runs, or is dropped at shutdown. The protocol is
 //! in `README.md` beside this file.
@@ -15,13 +15,17 @@ use crate::here;
 use crate::mode::ModeKind;
 use crate::pending::{Body, Entry, Pending, SELF_CONTINUATION_BOUND};
 use crate::raw::owner_cell::OwnerCell;
+use crate::raw::shared::{Counted, Shared};
 use crate::raw::slot_vec::SlotVec;
 use crate::ready;
 use crate::registry;
 use manycore_rt::Core;
 use std::any::Any;
 use std::cell::RefCell;
-use std::sync::Arc;
+
+/// A counted reference to an instance: what handles, registries, ready
+/// stacks, messages and gate queues hold.
+pub(crate) type NodeRef = Shared<dyn AnyNode>;
 
 /// An instance with its value and body types erased.
 pub(crate) trait AnyNode: Send + Sync + 'static {
@@ -29,14 +33,15 @@ pub(crate) trait AnyNode: Send + Sync + 'static {
     fn frame(&self) -> &Frame;
     /// On the owner: puts the value in `value` (an `Option<T>` of the
     /// instance's `T`) into slot `slot`. `this` is this node's own handle.
-    fn deliver(&self, this: &Arc<dyn AnyNode>, slot: usize, value: &mut dyn Any) -> Delivered;
+    fn deliver(&self, this: &NodeRef, slot: usize, value: &mut dyn Any) -> Delivered;
     /// On the owner: fires (runs the body, through the gate if it has one).
-    fn start(self: Arc<Self>);
+    /// `this` is this node's own handle.
+    fn start(&self, this: &NodeRef);
     /// On the owner: runs the body with the gate a release handed to it.
-    fn resume(self: Arc<Self>, guard: GateGuard);
+    fn resume(&self, guard: GateGuard);
     /// On the owner: takes a node made elsewhere into the registry, unless
-    /// it has fired already.
-    fn collect(self: Arc<Self>);
+    /// it has fired already. `this` is this node's own handle.
+    fn collect(&self, this: &NodeRef);
     /// Drops the body and the values, if this thread may reach them and the
     /// node is not in a registry (`only_fresh`) or in any case.
     fn clear(&self, only_fresh: bool);
@@ -52,7 +57,7 @@ pub(crate) enum Delivered {
     Waiting,
     /// The value was the last one: the instance is out of the registry and
     /// must fire (through this handle).
-    Complete(Arc<dyn AnyNode>),
+    Complete(NodeRef),
     /// The value could not be put in (wrong type, not the owner's thread,
     /// no such slot, the instance dropped at shutdown): it is still in the
     /// `Option` it came in.
@@ -65,16 +70,78 @@ pub(crate) struct Node<T, B> {
     half: OwnerCell<Pending<T, B>>,
 }
 
-/// Creates an instance on core `on`. With `given`, every input is there at
-/// once (and so with no inputs): it fires (on `on`). Otherwise it waits in
-/// `on`'s registry for its signals.
+/// Creates an instance on core `on` and returns a handle to it. With
+/// `given`, every input is there at once (and so with no inputs): it fires
+/// (on `on`). Otherwise it waits in `on`'s registry for its signals.
 pub(crate) fn create<T: Send + 'static, B: Body<T>>(
     on: &Core,
     mode: ModeKind,
     inputs: usize,
     given: Option<Vec<T>>,
     body: B,
-) -> Result<Arc<dyn AnyNode>, FlowError> {
+) -> Result<NodeRef, FlowError> {
+    let (node, ready, local) = make(on, mode, inputs, given, body)?;
+    // Two references made at once: the handle, and the registry's or the
+    // message's.
+    let (node, other) = Shared::pair(node);
+    if ready {
+        fire(on, other, local)?;
+        return Ok(node);
+    }
+    if local {
+        // Straight into this core's registry, at the entry `make` recorded.
+        let kept = registry::with(|r| r.insert(other));
+        debug_assert_eq!(kept.map(Entry::At), Some(node.entry()));
+        kept.ok_or(FlowError::Shutdown)?;
+        return Ok(node);
+    }
+    // Made elsewhere: tell the owner to collect it. If the message is
+    // dropped unrun (the runtime closed), the guard drops the owner half, so
+    // nothing waits on it forever.
+    let c = Collect(other);
+    on.spawn(move || c.0.collect(&c.0))
+        .map_err(|_| FlowError::Shutdown)?;
+    Ok(node)
+}
+
+/// Creates an instance on core `on` with all its inputs (`given`, or none
+/// declared), which fires there; no handle is kept.
+pub(crate) fn start<T: Send + 'static, B: Body<T>>(
+    on: &Core,
+    mode: ModeKind,
+    inputs: usize,
+    given: Option<Vec<T>>,
+    body: B,
+) -> Result<(), FlowError> {
+    let given = Some(given.unwrap_or_default());
+    let (node, _, local) = make(on, mode, inputs, given, body)?;
+    fire(on, Shared::one(node), local)
+}
+
+/// A ready instance made on `on`: fired there, after the running body if
+/// that is here.
+fn fire(on: &Core, node: NodeRef, local: bool) -> Result<(), FlowError> {
+    if local {
+        ready::push(node);
+        Ok(())
+    } else {
+        ready::send(on, node).map_err(|_| FlowError::Shutdown)
+    }
+}
+
+/// An instance not yet referred to (see [`Shared::one`], [`Shared::pair`]).
+type Unshared = Box<Counted<dyn AnyNode>>;
+
+/// The instance itself: (node, whether it is ready, whether `on` is here).
+/// A local instance that waits is given the registry entry that the next
+/// insertion will take (the caller inserts it before anything else can).
+fn make<T: Send + 'static, B: Body<T>>(
+    on: &Core,
+    mode: ModeKind,
+    inputs: usize,
+    given: Option<Vec<T>>,
+    body: B,
+) -> Result<(Unshared, bool, bool), FlowError> {
     if inputs > MAX_INPUTS {
         return Err(FlowError::TooManyInputs { inputs });
     }
@@ -89,59 +156,35 @@ pub(crate) fn create<T: Send + 'static, B: Body<T>>(
         Some(v) => SlotVec::full(v),
         None => SlotVec::new(inputs),
     };
+    let local = here::is(on);
+    let entry = match (ready, local) {
+        (true, _) => Entry::Out,
+        (false, true) => Entry::At(registry::with(|r| r.next_index()).ok_or(FlowError::Shutdown)?),
+        (false, false) => Entry::Fresh,
+    };
     let claims = if ready {
         Claims::filled(inputs)
     } else {
         Claims::new(inputs)
     };
-    let local = here::is(on);
-    let half = Pending {
-        slots,
-        missing: if ready { 0 } else { inputs },
-        body: Some(body),
-        entry: if ready { Entry::Out } else { Entry::Fresh },
-        retries: 0,
-    };
-    let frame = Frame {
-        owner: here::owner(on, local),
-        mode,
-        inputs,
-        claims,
-    };
-    if ready {
-        let node = Node::make(frame, half, local);
-        if local {
-            ready::push(node.clone());
-        } else {
-            ready::send(on, node.clone()).map_err(|_| FlowError::Shutdown)?;
-        }
-        return Ok(node);
-    }
-    if local {
-        // Straight into this core's registry, at the entry it will have.
-        let mut parts = Some((frame, half));
-        return registry::with(|r| {
-            let (frame, mut half) = parts.take()?;
-            half.entry = Entry::At(r.next_index());
-            let node = Node::make(frame, half, true);
-            r.insert(node.clone());
-            Some(node)
-        })
-        .flatten()
-        .ok_or(FlowError::Shutdown);
-    }
-    // Made elsewhere: tell the owner to collect it. If the message is
-    // dropped unrun (the runtime closed), the guard drops the owner half, so
-    // nothing waits on it forever.
-    let node = Node::make(frame, half, false);
-    let c = Collect(node.clone());
-    on.spawn(move || c.0.clone().collect())
-        .map_err(|_| FlowError::Shutdown)?;
-    Ok(node)
+    let node: Unshared = Box::new(Counted::new(Node {
+        frame: Frame::new(here::owner(on, local), mode, inputs, claims),
+        half: OwnerCell::new_for(
+            local,
+            Pending {
+                slots,
+                missing: if ready { 0 } else { inputs },
+                body: Some(body),
+                entry,
+                retries: 0,
+            },
+        ),
+    }));
+    Ok((node, ready, local))
 }
 
 /// A creation message: empties its node if the owner never collected it.
-struct Collect(Arc<dyn AnyNode>);
+struct Collect(NodeRef);
 
 impl Drop for Collect {
     fn drop(&mut self) {
@@ -151,25 +194,15 @@ impl Drop for Collect {
 
 impl dyn AnyNode {
     /// Registers a fresh node in `r` (owner only).
-    fn collect_into(self: Arc<Self>, r: &mut registry::Registry) {
+    fn collect_into(&self, this: &NodeRef, r: &mut registry::Registry) {
         if self.entry() == Entry::Fresh {
-            let i = r.insert(self.clone());
+            let i = r.insert(this.clone());
             self.set_entry(Entry::At(i));
         }
     }
 }
 
 impl<T: Send + 'static, B: Body<T>> Node<T, B> {
-    /// The node, its owner half bound to this thread if it is `local`.
-    fn make(frame: Frame, half: Pending<T, B>, local: bool) -> Arc<dyn AnyNode> {
-        let half = if local {
-            OwnerCell::new_here(half)
-        } else {
-            OwnerCell::new(half)
-        };
-        Arc::new(Node { frame, half })
-    }
-
     /// Runs the body with the values; `guard` is the gate it holds, if any.
     /// The guard is released when the body returns (or unwinds), unless the
     /// body took it with [`Ctx::hold_gate`](crate::Ctx::hold_gate).
@@ -178,8 +211,16 @@ impl<T: Send + 'static, B: Body<T>> Node<T, B> {
             return;
         };
         let hold = RefCell::new(guard);
-        let raw = RawCtx::new(&self.frame.owner, self.frame.mode, &hold);
+        let raw = RawCtx::new(self.frame.owner(), self.frame.mode, &hold);
         body.run(raw, values);
+    }
+}
+
+impl<T, B> Drop for Node<T, B> {
+    fn drop(&mut self) {
+        if let Some(core) = self.frame.take_owner() {
+            here::recycle(core);
+        }
     }
 }
 
@@ -189,7 +230,7 @@ impl<T: Send + 'static, B: Body<T>> AnyNode for Node<T, B> {
         &self.frame
     }
 
-    fn deliver(&self, this: &Arc<dyn AnyNode>, slot: usize, value: &mut dyn Any) -> Delivered {
+    fn deliver(&self, this: &NodeRef, slot: usize, value: &mut dyn Any) -> Delivered {
         let Some(value) = value.downcast_mut::<Option<T>>() else {
             return Delivered::Refused;
         };
@@ -227,7 +268,7 @@ impl<T: Send + 'static, B: Body<T>> AnyNode for Node<T, B> {
             .unwrap_or(Delivered::Refused)
     }
 
-    fn start(self: Arc<Self>) {
+    fn start(&self, this: &NodeRef) {
         if !B::GATED {
             return self.run(None);
         }
@@ -252,35 +293,32 @@ impl<T: Send + 'static, B: Body<T>> AnyNode for Node<T, B> {
                 retry
             })
             .unwrap_or(false);
-        let this: Arc<dyn AnyNode> = self;
         if retry {
             // The loser continues to its own start, at the back of its
             // core's queue (FUCE's non-priority thread queue).
             gate.note_self_continuation();
-            let owner = this.frame().owner.clone();
-            let _ = ready::send(&owner, this);
+            let _ = ready::send(self.frame.owner(), this.clone());
             return;
         }
         // Wait in the registry (so that shutdown finds it) while the gate's
         // queue holds its name.
         let Some(i) = registry::with(|r| r.insert(this.clone())) else {
-            return this.clear(false);
+            return self.clear(false);
         };
-        this.set_entry(Entry::At(i));
+        self.set_entry(Entry::At(i));
         if let Some(guard) = gate.enqueue(this.clone()) {
             // Released meanwhile: it is ours after all.
-            resume(this, guard);
+            resume(this.clone(), guard);
         }
     }
 
-    fn resume(self: Arc<Self>, guard: GateGuard) {
+    fn resume(&self, guard: GateGuard) {
         self.run(Some(guard))
     }
 
-    fn collect(self: Arc<Self>) {
-        let this: Arc<dyn AnyNode> = self;
-        if registry::with(|r| this.clone().collect_into(r)).is_none() {
-            this.clear(true);
+    fn collect(&self, this: &NodeRef) {
+        if registry::with(|r| this.collect_into(this, r)).is_none() {
+            self.clear(true);
         }
     }
 
@@ -306,7 +344,7 @@ impl<T: Send + 'static, B: Body<T>> AnyNode for Node<T, B> {
 
 /// On the owner core: runs the instance a gate was handed to. If it is gone
 /// (dropped at shutdown), the guard drops here and passes the gate on.
-pub(crate) fn resume(node: Arc<dyn AnyNode>, guard: GateGuard) {
+pub(crate) fn resume(node: NodeRef, guard: GateGuard) {
     let taken = match node.entry() {
         Entry::At(i) => registry::with(|r| r.take(i, &node)).flatten(),
         _ => None,

@@ -16,10 +16,9 @@
 //! creation from another thread, a self-continuation) are runtime
 //! messages, each of which drains the stack after its own body.
 
-use crate::node::AnyNode;
+use crate::node::NodeRef;
 use manycore_rt::{Core, InvokeError};
 use std::cell::RefCell;
-use std::sync::Arc;
 
 /// Firings per runtime message before the rest of the stack waits for the
 /// next one.
@@ -27,7 +26,7 @@ pub(crate) const BUDGET: usize = 256;
 
 #[derive(Default)]
 struct Ready {
-    stack: Vec<Arc<dyn AnyNode>>,
+    stack: Vec<NodeRef>,
     /// A message runs a body (and then drains) on this thread right now.
     draining: bool,
     /// A message to drain the rest is on its way to this core.
@@ -51,7 +50,7 @@ thread_local! {
 /// Makes `node` (whose owner is this thread's core) ready: on the stack if
 /// a body of this core is running (it runs after that body), otherwise as a
 /// message to the core.
-pub(crate) fn push(node: Arc<dyn AnyNode>) {
+pub(crate) fn push(node: NodeRef) {
     let mut node = Some(node);
     let _ = READY.try_with(|r| {
         let mut r = r.borrow_mut();
@@ -60,18 +59,18 @@ pub(crate) fn push(node: Arc<dyn AnyNode>) {
         }
     });
     if let Some(node) = node {
-        let owner = node.frame().owner.clone();
+        let owner = node.frame().owner().clone();
         let _ = send(&owner, node);
     }
 }
 
 /// Sends `node` to core `on` to fire there (at the back of its queue). If
 /// the message is dropped unrun (the runtime closed), the node is emptied.
-pub(crate) fn send(on: &Core, node: Arc<dyn AnyNode>) -> Result<(), InvokeError> {
+pub(crate) fn send(on: &Core, node: NodeRef) -> Result<(), InvokeError> {
     let mut m = Unrun(Some(node));
     on.spawn(move || {
         if let Some(n) = m.0.take() {
-            run(move || n.start());
+            run(move || n.start(&n));
         }
     })
 }
@@ -95,7 +94,7 @@ pub(crate) fn run(f: impl FnOnce()) {
     for _ in 0..BUDGET {
         let next = READY.with(|r| r.borrow_mut().stack.pop());
         match next {
-            Some(n) => n.start(),
+            Some(n) => n.start(&n),
             None => return,
         }
     }
@@ -114,7 +113,7 @@ impl Drop for End {
                 if r.resume_sent {
                     return None;
                 }
-                let owner = r.stack.last().map(|n| n.frame().owner.clone());
+                let owner = r.stack.last().map(|n| n.frame().owner().clone());
                 r.resume_sent = owner.is_some();
                 owner
             })
@@ -130,7 +129,7 @@ impl Drop for End {
 }
 
 /// A firing message's node: emptied if the message is dropped unrun.
-struct Unrun(Option<Arc<dyn AnyNode>>);
+struct Unrun(Option<NodeRef>);
 
 impl Drop for Unrun {
     fn drop(&mut self) {

@@ -9,14 +9,14 @@
 //! learns at once that they will never fire, even while handles to them
 //! are still held elsewhere.
 
-use crate::node::AnyNode;
+use crate::node::NodeRef;
+use crate::raw::shared::Shared;
 use std::cell::RefCell;
-use std::sync::Arc;
 
 /// Pending instances of one core.
 #[derive(Default)]
 pub(crate) struct Registry {
-    entries: Vec<Option<Arc<dyn AnyNode>>>,
+    entries: Vec<Option<NodeRef>>,
     free: Vec<u32>,
 }
 
@@ -45,7 +45,7 @@ impl Registry {
     }
 
     /// Adds `node`; returns its index (for the node to record).
-    pub(crate) fn insert(&mut self, node: Arc<dyn AnyNode>) -> u32 {
+    pub(crate) fn insert(&mut self, node: NodeRef) -> u32 {
         match self.free.pop() {
             Some(i) => {
                 self.entries[i as usize] = Some(node);
@@ -59,9 +59,9 @@ impl Registry {
     }
 
     /// Removes and returns the entry at `i` if it is `node`.
-    pub(crate) fn take(&mut self, i: u32, node: &Arc<dyn AnyNode>) -> Option<Arc<dyn AnyNode>> {
+    pub(crate) fn take(&mut self, i: u32, node: &NodeRef) -> Option<NodeRef> {
         let slot = self.entries.get_mut(i as usize)?;
-        if !slot.as_ref().is_some_and(|e| Arc::ptr_eq(e, node)) {
+        if !slot.as_ref().is_some_and(|e| Shared::ptr_eq(e, node)) {
             return None;
         }
         self.free.push(i);

@@ -7,16 +7,15 @@ use crate::claims::Claim;
 use crate::error::{SignalError, SignalErrorKind};
 use crate::here;
 use crate::mode::ModeKind;
-use crate::node::{AnyNode, Delivered};
+use crate::node::{Delivered, NodeRef};
 use crate::ready;
-use std::sync::Arc;
 
 /// A continuation signal from a thread of mode `from`: value `value` for
 /// slot `slot` of the instance `node` (whose inputs are of type `T`).
 #[inline]
 pub(crate) fn signal<T: Send + 'static>(
     from: ModeKind,
-    node: &Arc<dyn AnyNode>,
+    node: &NodeRef,
     slot: usize,
     value: T,
 ) -> Result<(), SignalError<T>> {
@@ -35,7 +34,7 @@ pub(crate) fn signal<T: Send + 'static>(
     match frame.claims.claim(slot) {
         Claim::Filled => refuse(SignalErrorKind::AlreadyFilled, Some(value)),
         Claim::Fired => refuse(SignalErrorKind::Fired, Some(value)),
-        Claim::Won if here::is(&frame.owner) => {
+        Claim::Won if here::is(frame.owner()) => {
             // Local: a plain operation on this core; the firing goes on its
             // ready stack (or queue, outside a body).
             let mut v = Some(value);
@@ -53,11 +52,11 @@ pub(crate) fn signal<T: Send + 'static>(
             // fires there, in the same message.
             let n = node.clone();
             frame
-                .owner
+                .owner()
                 .spawn(move || {
                     let mut v = Some(value);
                     if let Delivered::Complete(n) = n.deliver(&n, slot, &mut v) {
-                        ready::run(move || n.start());
+                        ready::run(move || n.start(&n));
                     }
                 })
                 .or_else(|_| refuse(SignalErrorKind::Shutdown, None))

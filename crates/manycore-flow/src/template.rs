@@ -119,14 +119,13 @@ impl<T: Send + 'static, M: Mode> Template<T, M> {
     /// Fails with [`FlowError::InputCount`] unless there is one value per
     /// input.
     pub fn start(&self, on: &Core, values: Vec<T>) -> Result<(), FlowError> {
-        node::create(
+        node::start(
             on,
             M::KIND,
             self.inner.inputs,
             Some(values),
             self.inner.clone(),
         )
-        .map(drop)
     }
 
     /// The number of inputs of each instance.

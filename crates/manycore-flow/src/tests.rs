@@ -1,6 +1,7 @@
 //! Unit tests of the protocol pieces: the claim word's verdicts, the
 //! turnstile's states (the races are in `loom_tests.rs`), the owner cell's
-//! refusals, the slot vector's invariant (a property test), the order and
+//! refusals, the counted reference's single free, the slot vector's
+//! invariant (a property test), the order and
 //! budget of a core's ready stack, and the reactor's choice of backend.
 
 use crate::claims::{Claim, Claims, MAX_INPUTS};
@@ -116,14 +117,14 @@ fn reactor_backends_where_the_kernel_offers_io_uring() {
 fn owner_cell_lets_in_its_owner_only() {
     use crate::raw::owner_cell::OwnerCell;
     use std::sync::Arc;
-    let here = Arc::new(OwnerCell::new_here(1u32));
+    let here = Arc::new(OwnerCell::new_for(true, 1u32));
     assert_eq!(here.with(|v| *v), Some(1));
     assert_eq!(here.with(|_| here.with(|v| *v)), Some(None), "re-entry");
     let h = here.clone();
     let refused = std::thread::spawn(move || h.with(|v| *v)).join().unwrap();
     assert_eq!(refused, None);
     // Unowned: the first thread to use it owns it for good.
-    let free = Arc::new(OwnerCell::new(2u32));
+    let free = Arc::new(OwnerCell::new_for(false, 2u32));
     let f = free.clone();
     let first = std::thread::spawn(move || f.with(|v| *v += 1))
         .join()
@@ -136,6 +137,36 @@ fn owner_cell_lets_in_its_owner_only() {
         p.with(|_| panic!("inside"));
     }));
     assert_eq!(here.with(|v| *v), Some(1));
+}
+
+/// A `Shared` frees its value once, when the last of its references (made
+/// by `pair`, `one` or clones) is dropped.
+#[test]
+fn shared_frees_once_with_the_last_reference() {
+    use crate::raw::shared::{Counted, Shared};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    struct D(Arc<AtomicUsize>);
+    impl Drop for D {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let drops = Arc::new(AtomicUsize::new(0));
+    let (a, b) = Shared::pair(Box::new(Counted::new(D(drops.clone()))));
+    assert!(Shared::ptr_eq(&a, &b));
+    let c = b.clone();
+    drop(a);
+    drop(b);
+    assert_eq!(drops.load(Ordering::Relaxed), 0);
+    let t = std::thread::spawn(move || drop(c));
+    t.join().unwrap();
+    assert_eq!(drops.load(Ordering::Relaxed), 1);
+    let one = Shared::one(Box::new(Counted::new(D(drops.clone()))));
+    let other = Shared::one(Box::new(Counted::new(D(drops.clone()))));
+    assert!(!Shared::ptr_eq(&one, &other));
+    drop((one, other));
+    assert_eq!(drops.load(Ordering::Relaxed), 3);
 }
 
 mod slot_vec {

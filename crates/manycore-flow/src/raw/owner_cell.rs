@@ -69,14 +69,11 @@ unsafe impl<T: Send> Sync for OwnerCell<T> {}
 unsafe impl<T: Send> Send for OwnerCell<T> {}
 
 impl<T> OwnerCell<T> {
-    /// A cell that the first thread to call `with` will own.
-    pub(crate) fn new(value: T) -> Self {
-        Self::owned_by(NOBODY, value)
-    }
-
-    /// A cell owned by the calling thread.
-    pub(crate) fn new_here(value: T) -> Self {
-        Self::owned_by(thread_id(), value)
+    /// A cell owned by the calling thread if `here`, else by the first
+    /// thread to call `with`.
+    #[inline]
+    pub(crate) fn new_for(here: bool, value: T) -> Self {
+        Self::owned_by(if here { thread_id() } else { NOBODY }, value)
     }
 
     fn owned_by(owner: u64, value: T) -> Self {
