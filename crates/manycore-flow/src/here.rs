@@ -77,7 +77,10 @@ pub(crate) fn owner(on: &Core, local: bool) -> Core {
 /// this thread's core, dropped otherwise.
 #[inline]
 pub(crate) fn recycle(core: Core) {
-    if !is(&core) {
+    // Only the cached answer: a frame may be dropped while the thread's
+    // thread-locals are being destroyed, no time to ask the runtime.
+    let cached = HERE.try_with(Cell::get).unwrap_or((0, UNKNOWN));
+    if cached != (core.runtime_id(), core.index()) {
         return;
     }
     let mut core = Some(core);

@@ -9,7 +9,11 @@
 //! made from a live reference, which keeps the count above zero); a drop
 //! takes one away with Release, and the drop that takes the last one
 //! fences with Acquire before it frees, so every use of the value through
-//! any other reference happens before the free. `loom_tests.rs` checks it.
+//! any other reference happens before the free. A drop that reads 1 (with
+//! Acquire) holds the only reference and frees without writing the count:
+//! nobody else can hold or make one. An instance's last reference is
+//! usually its owner's, dropped after its body ran, when its handles are
+//! gone: that drop is a load. `loom_tests.rs` checks the protocol.
 
 use manycore_sync::atomic::{fence, AtomicUsize, Ordering};
 use std::fmt;
@@ -92,15 +96,23 @@ impl<T: ?Sized> Clone for Shared<T> {
 impl<T: ?Sized> Drop for Shared<T> {
     #[inline]
     fn drop(&mut self) {
-        if self.counted().count.fetch_sub(1, Ordering::Release) != 1 {
-            return;
+        let count = &self.counted().count;
+        // The last reference, if the count says 1: no other reference
+        // exists, and none can be made (a clone needs a live one), so no
+        // read-modify-write is needed to know it. Acquire pairs with the
+        // Release of the drops that brought the count down to 1.
+        if count.load(Ordering::Acquire) != 1 {
+            if count.fetch_sub(1, Ordering::Release) != 1 {
+                return;
+            }
+            // Pairs with the Release of every other reference's drop: their
+            // uses of the value happen before the free below.
+            fence(Ordering::Acquire);
         }
-        // Pairs with the Release of every other reference's drop: their uses
-        // of the value happen before the free below.
-        fence(Ordering::Acquire);
-        // SAFETY: the count was 1 and is now 0: this was the last reference,
-        // no other exists or can be made (a clone needs a live reference), so
-        // the box leaked by `one` or `pair` is ours to free, once.
+        // SAFETY: the count was 1 (read above, or taken from 1 to 0 by this
+        // drop): this was the last reference, no other exists or can be made
+        // (a clone needs a live reference), so the box leaked by `one` or
+        // `pair` is ours to free, once.
         drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
     }
 }
