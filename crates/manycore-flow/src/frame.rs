@@ -14,15 +14,24 @@ pub(crate) struct Frame {
     /// recycled (`here::recycle`).
     core: Option<Core>,
     pub(crate) mode: ModeKind,
+    /// An instance of an exclusive template (one behind a gate).
+    pub(crate) exclusive: bool,
     pub(crate) inputs: usize,
     pub(crate) claims: Claims,
 }
 
 impl Frame {
-    pub(crate) fn new(owner: Core, mode: ModeKind, inputs: usize, claims: Claims) -> Self {
+    pub(crate) fn new(
+        owner: Core,
+        mode: ModeKind,
+        exclusive: bool,
+        inputs: usize,
+        claims: Claims,
+    ) -> Self {
         Self {
             core: Some(owner),
             mode,
+            exclusive,
             inputs,
             claims,
         }

@@ -168,7 +168,13 @@ fn make<T: Send + 'static, B: Body<T>>(
         Claims::new(inputs)
     };
     let node: Unshared = Box::new(Counted::new(Node {
-        frame: Frame::new(here::owner(on, local), mode, inputs, claims),
+        frame: Frame::new(
+            here::owner(on, local),
+            mode,
+            body.gate().is_some(),
+            inputs,
+            claims,
+        ),
         half: OwnerCell::new_for(
             local,
             Pending {
@@ -210,6 +216,8 @@ impl<T: Send + 'static, B: Body<T>> Node<T, B> {
         let Some((body, values)) = self.half.with(|h| h.take()).flatten() else {
             return;
         };
+        // What an exclusive body makes ready goes through the core's queue.
+        let _gated = guard.as_ref().map(|_| ready::UnderGate::enter());
         let hold = RefCell::new(guard);
         let raw = RawCtx::new(self.frame.owner(), self.frame.mode, &hold);
         body.run(raw, values);

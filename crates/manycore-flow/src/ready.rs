@@ -31,6 +31,8 @@ struct Ready {
     draining: bool,
     /// A message to drain the rest is on its way to this core.
     resume_sent: bool,
+    /// The running body is an exclusive template's (it holds a gate).
+    under_gate: bool,
 }
 
 impl Drop for Ready {
@@ -49,18 +51,41 @@ thread_local! {
 
 /// Makes `node` (whose owner is this thread's core) ready: on the stack if
 /// a body of this core is running (it runs after that body), otherwise as a
-/// message to the core.
+/// message to the core. Exclusive templates keep FUCE's thread queue: an
+/// instance of one, or one made ready by the body of one, is always a
+/// message at the back of the core's queue.
 pub(crate) fn push(node: NodeRef) {
+    let exclusive = node.frame().exclusive;
     let mut node = Some(node);
-    let _ = READY.try_with(|r| {
-        let mut r = r.borrow_mut();
-        if r.draining {
-            r.stack.extend(node.take());
-        }
-    });
+    if !exclusive {
+        let _ = READY.try_with(|r| {
+            let mut r = r.borrow_mut();
+            if r.draining && !r.under_gate {
+                r.stack.extend(node.take());
+            }
+        });
+    }
     if let Some(node) = node {
         let owner = node.frame().owner().clone();
         let _ = send(&owner, node);
+    }
+}
+
+/// Marks the running body as an exclusive template's while it lives.
+pub(crate) struct UnderGate(bool);
+
+impl UnderGate {
+    pub(crate) fn enter() -> Self {
+        let was = READY
+            .try_with(|r| std::mem::replace(&mut r.borrow_mut().under_gate, true))
+            .unwrap_or(false);
+        Self(was)
+    }
+}
+
+impl Drop for UnderGate {
+    fn drop(&mut self) {
+        let _ = READY.try_with(|r| r.borrow_mut().under_gate = self.0);
     }
 }
 
