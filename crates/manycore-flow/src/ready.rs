@@ -46,7 +46,14 @@ impl Drop for Ready {
 }
 
 thread_local! {
-    static READY: RefCell<Ready> = RefCell::new(Ready::default());
+    static READY: RefCell<Ready> = const {
+        RefCell::new(Ready {
+            stack: Vec::new(),
+            draining: false,
+            resume_sent: false,
+            under_gate: false,
+        })
+    };
 }
 
 /// Makes `node` (whose owner is this thread's core) ready: on the stack if

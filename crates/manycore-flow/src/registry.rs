@@ -21,7 +21,12 @@ pub(crate) struct Registry {
 }
 
 thread_local! {
-    static REGISTRY: RefCell<Registry> = RefCell::new(Registry::default());
+    static REGISTRY: RefCell<Registry> = const {
+        RefCell::new(Registry {
+            entries: Vec::new(),
+            free: Vec::new(),
+        })
+    };
 }
 
 /// Runs `f` with this thread's registry; None if the thread is exiting (its
