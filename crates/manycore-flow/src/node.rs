@@ -1,10 +1,10 @@
 //! `Node`: one instance in one allocation: the [`Frame`] every handle reads
 //! and the owner's [`Pending`] half (slots, count, body, registry entry) in
-//! a cell only the owner core's thread can reach. Handles hold it as an
-//! `NodeRef`, with the value type in their own type; this module
-//! is what happens to an instance on its owner core: it is collected,
-//! receives values, fires, runs, or is dropped at shutdown. The protocol is
-//! in `README.md` beside this file.
+//! a cell only the owner core's thread can reach. Handles hold it as a
+//! `NodeRef` (a counted reference, `raw/shared.rs`), with the value type in
+//! their own type. This module is what happens to an instance: it is made,
+//! collected by its owner, receives values, fires, runs, or is emptied at
+//! shutdown. The protocol is in `README.md` beside this file.
 
 use crate::claims::{Claims, MAX_INPUTS};
 use crate::ctx::RawCtx;
