@@ -6,7 +6,9 @@ use crate::error::{FlowError, SignalError};
 use crate::gate::{GateGuard, GateHold};
 use crate::instance::{AnySlot, Instance, Slot};
 use crate::mode::{ContinuesTo, Mode, ModeKind};
-use crate::pending::{self, Body};
+use crate::node;
+use crate::pending::Once;
+use crate::signal;
 use manycore_rt::Core;
 use std::cell::RefCell;
 use std::fmt;
@@ -98,7 +100,7 @@ impl<'a, M: Mode> Ctx<'a, M> {
     where
         M: ContinuesTo<N>,
     {
-        pending::signal(self.raw.kind, to.frame(), slot, value)
+        signal::signal(self.raw.kind, to.node(), slot, value)
     }
 
     /// [`continue_to`](Self::continue_to) the slot `to` names.
@@ -110,7 +112,7 @@ impl<'a, M: Mode> Ctx<'a, M> {
     where
         M: ContinuesTo<N>,
     {
-        pending::signal(self.raw.kind, to.frame(), to.index(), value)
+        signal::signal(self.raw.kind, to.node(), to.index(), value)
     }
 
     /// [`signal`](Self::signal) to a slot whose mode is known only at run
@@ -121,7 +123,7 @@ impl<'a, M: Mode> Ctx<'a, M> {
         to: &AnySlot<U>,
         value: U,
     ) -> Result<(), SignalError<U>> {
-        pending::signal(self.raw.kind, to.frame(), to.index(), value)
+        signal::signal(self.raw.kind, to.node(), to.index(), value)
     }
 
     /// Starts a new thread of the same mode with no inputs on core `on`
@@ -130,10 +132,8 @@ impl<'a, M: Mode> Ctx<'a, M> {
     where
         F: FnOnce(&Ctx<'_, M>) + Send + 'static,
     {
-        let body: Body<()> = Body::Once(Box::new(move |raw: RawCtx<'_>, _: Vec<()>| {
-            body(&Ctx::from_raw(raw))
-        }));
-        pending::create(on, M::KIND, 0, None, body).map(drop)
+        let body = Once(move |raw: RawCtx<'_>, _: Vec<()>| body(&Ctx::from_raw(raw)));
+        node::start(on, M::KIND, 0, None, body)
     }
 
     /// Takes this body's gate along, so that it stays held after the body
@@ -197,7 +197,7 @@ impl<M: Mode> Outside<M> {
     where
         M: ContinuesTo<N>,
     {
-        pending::signal(M::KIND, to.frame(), slot, value)
+        signal::signal(M::KIND, to.node(), slot, value)
     }
 
     /// See [`Ctx::signal`].
@@ -209,7 +209,7 @@ impl<M: Mode> Outside<M> {
     where
         M: ContinuesTo<N>,
     {
-        pending::signal(M::KIND, to.frame(), to.index(), value)
+        signal::signal(M::KIND, to.node(), to.index(), value)
     }
 
     /// See [`Ctx::signal_any`].
@@ -218,7 +218,7 @@ impl<M: Mode> Outside<M> {
         to: &AnySlot<U>,
         value: U,
     ) -> Result<(), SignalError<U>> {
-        pending::signal(M::KIND, to.frame(), to.index(), value)
+        signal::signal(M::KIND, to.node(), to.index(), value)
     }
 }
 
@@ -228,5 +228,5 @@ pub(crate) fn signal_any_raw<U: Send + 'static>(
     to: &AnySlot<U>,
     value: U,
 ) -> Result<(), SignalError<U>> {
-    pending::signal(raw.kind, to.frame(), to.index(), value)
+    signal::signal(raw.kind, to.node(), to.index(), value)
 }

@@ -11,8 +11,7 @@
 //! The lock word and queue are a `Turnstile`; this module adds statistics,
 //! the guard that releases, and the dispatch of the next holder to its core.
 
-use crate::frame::Frame;
-use crate::pending;
+use crate::node::{self, NodeRef};
 use crate::turnstile::Turnstile;
 use manycore_sync::atomic::{AtomicU64, Ordering};
 use std::cell::{Cell, RefCell};
@@ -62,7 +61,7 @@ pub struct Gate {
 
 struct GateInner {
     policy: Exclusion,
-    turnstile: Turnstile<Arc<Frame>>,
+    turnstile: Turnstile<NodeRef>,
     runs: AtomicU64,
     self_continuations: AtomicU64,
     queued: AtomicU64,
@@ -136,9 +135,9 @@ impl Gate {
             .then(|| GateGuard::new(self.clone()))
     }
 
-    /// Takes the gate for `frame`, or queues `frame` for a later handoff.
-    pub(crate) fn enqueue(&self, frame: Arc<Frame>) -> Option<GateGuard> {
-        match self.inner.turnstile.acquire_or_enqueue(frame) {
+    /// Takes the gate for `node`, or queues `node` for a later handoff.
+    pub(crate) fn enqueue(&self, node: NodeRef) -> Option<GateGuard> {
+        match self.inner.turnstile.acquire_or_enqueue(node) {
             Some(_) => Some(GateGuard::new(self.clone())),
             None => {
                 bump(&self.inner.queued);
@@ -230,12 +229,12 @@ fn release(gate: Gate) {
 /// One release: frees the gate or hands it to the next waiter, dispatched
 /// to the waiter's owner core.
 fn release_one(gate: Gate) {
-    let Some(frame) = gate.inner.turnstile.release() else {
+    let Some(node) = gate.inner.turnstile.release() else {
         return;
     };
     bump(&gate.inner.handoffs);
     let guard = GateGuard::new(gate);
-    let owner = frame.owner.clone();
+    let owner = node.frame().owner().clone();
     // A failed spawn drops the closure and the guard in it: released again.
-    let _ = owner.spawn(move || pending::resume(frame, guard));
+    let _ = owner.spawn(move || node::resume(node, guard));
 }

@@ -7,11 +7,12 @@
 use crate::claims::MAX_INPUTS;
 use crate::ctx::{self, RawCtx};
 use crate::error::{BuildError, FlowError};
-use crate::frame::Frame;
 use crate::instance::AnySlot;
 use crate::mode::ModeKind;
+use crate::node::{self, NodeRef};
 use crate::outcome::Outcome;
-use crate::pending::{self, Body};
+use crate::pending::Once;
+use crate::signal;
 use manycore_rt::Core;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -314,18 +315,18 @@ impl<T: Clone + Send + 'static> Graph<T> {
         }
         let (tx, outcome) = Outcome::channel();
         let done = tx.clone();
-        let sink = pending::create(
+        let sink = node::create(
             home,
             ModeKind::User,
             self.outputs,
             None,
-            Body::Once(Box::new(move |_: RawCtx<'_>, xs: Vec<T>| {
+            Once(move |_: RawCtx<'_>, xs: Vec<T>| {
                 let _ = done.send(Ok(xs));
-            })),
+            }),
         )?;
         // Successors first, so that each node's targets exist when it is made
         // (a node without inputs fires at once).
-        let mut frames: Vec<Option<Arc<Frame>>> = vec![None; self.nodes.len()];
+        let mut frames: Vec<Option<NodeRef>> = vec![None; self.nodes.len()];
         for &v in self.order.iter().rev() {
             let targets: Vec<AnySlot<T>> = self.succ[v]
                 .iter()
@@ -337,20 +338,20 @@ impl<T: Clone + Send + 'static> Graph<T> {
             let nd = &self.nodes[v];
             let f = nd.f.clone();
             let fail = tx.clone();
-            let body = Body::Once(Box::new(
-                move |raw: RawCtx<'_>, xs: Vec<T>| match catch_unwind(AssertUnwindSafe(|| f(&xs))) {
+            let body = Once(move |raw: RawCtx<'_>, xs: Vec<T>| {
+                match catch_unwind(AssertUnwindSafe(|| f(&xs))) {
                     Ok(y) => send_all(raw, &targets, y),
                     Err(p) => {
                         let _ = fail.send(Err(FlowError::Panicked(panic_message(&*p))));
                     }
-                },
-            ));
-            frames[v] = Some(pending::create(place(v)?, nd.mode, nd.inputs, None, body)?);
+                }
+            });
+            frames[v] = Some(node::create(place(v)?, nd.mode, nd.inputs, None, body)?);
         }
         drop(tx);
         for ((to, slot), value) in self.inputs.iter().zip(inputs) {
             if let Some(frame) = &frames[*to] {
-                pending::signal(ModeKind::User, frame, *slot, value)
+                signal::signal(ModeKind::User, frame, *slot, value)
                     .map_err(|_| FlowError::Shutdown)?;
             }
         }

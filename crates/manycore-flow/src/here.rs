@@ -7,7 +7,7 @@
 //! (cores are threads the runtime starts), so the first answer stays right.
 
 use manycore_rt::Core;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 /// Not looked up yet.
 const UNKNOWN: usize = usize::MAX;
@@ -17,6 +17,8 @@ const NOT_A_CORE: usize = usize::MAX - 1;
 thread_local! {
     /// (runtime id, core index) of this thread.
     static HERE: Cell<(u64, usize)> = const { Cell::new((0, UNKNOWN)) };
+    /// Handles to this core given back by dropped frames (see `owner`).
+    static KEPT: RefCell<Vec<Core>> = const { RefCell::new(Vec::new()) };
 }
 
 /// (runtime id, core index) of the calling thread, or None off the cores.
@@ -47,4 +49,46 @@ pub(crate) fn is(core: &Core) -> bool {
 /// True if the calling thread is a core (of any runtime).
 pub(crate) fn on_a_core() -> bool {
     here().is_some()
+}
+
+/// Cores kept for the frames of instances made here: at most this many.
+const KEEP: usize = 1024;
+
+/// A handle to core `on` for an instance's frame. Made on `on` itself
+/// (`local`), it is one that an instance dropped here gave back, if there
+/// is one: cloning a `Core` counts on the runtime's record, one line that
+/// every core of the runtime writes, and a frame made and dropped on its
+/// core then costs no count at all.
+#[inline]
+pub(crate) fn owner(on: &Core, local: bool) -> Core {
+    if local {
+        let kept = KEPT
+            .try_with(|k| k.try_borrow_mut().ok().and_then(|mut k| k.pop()))
+            .ok()
+            .flatten();
+        if let Some(c) = kept {
+            return c;
+        }
+    }
+    on.clone()
+}
+
+/// Takes back the core of a dropped frame: kept for the next frame if it is
+/// this thread's core, dropped otherwise.
+#[inline]
+pub(crate) fn recycle(core: Core) {
+    // Only the cached answer: a frame may be dropped while the thread's
+    // thread-locals are being destroyed, no time to ask the runtime.
+    let cached = HERE.try_with(Cell::get).unwrap_or((0, UNKNOWN));
+    if cached != (core.runtime_id(), core.index()) {
+        return;
+    }
+    let mut core = Some(core);
+    let _ = KEPT.try_with(|k| {
+        if let Ok(mut k) = k.try_borrow_mut() {
+            if k.len() < KEEP {
+                k.extend(core.take());
+            }
+        }
+    });
 }

@@ -4,13 +4,12 @@
 
 use crate::ctx::{Ctx, RawCtx};
 use crate::error::FlowError;
-use crate::frame::Frame;
 use crate::mode::{Mode, ModeKind, User};
-use crate::pending::{self, Body};
+use crate::node::{self, NodeRef};
+use crate::pending::Once;
 use manycore_rt::Core;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::Arc;
 
 /// A handle to an instance with inputs of type `T`, running in mode `M`
 /// once it fires. Cheap to clone, `Send + Sync`; the instance lives on one
@@ -38,14 +37,14 @@ use std::sync::Arc;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Instance<T, M: Mode = User> {
-    frame: Arc<Frame>,
+    node: NodeRef,
     _t: PhantomData<fn(T) -> M>,
 }
 
 impl<T, M: Mode> Clone for Instance<T, M> {
     fn clone(&self) -> Self {
         Self {
-            frame: self.frame.clone(),
+            node: self.node.clone(),
             _t: PhantomData,
         }
     }
@@ -54,10 +53,10 @@ impl<T, M: Mode> Clone for Instance<T, M> {
 impl<T, M: Mode> fmt::Debug for Instance<T, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Instance")
-            .field("core", &self.frame.owner.index())
-            .field("mode", &self.frame.mode)
-            .field("inputs", &self.frame.inputs)
-            .field("complete", &self.frame.claims.is_complete())
+            .field("core", &self.node.frame().owner().index())
+            .field("mode", &self.node.frame().mode)
+            .field("inputs", &self.node.frame().inputs)
+            .field("complete", &self.node.frame().claims.is_complete())
             .finish()
     }
 }
@@ -72,23 +71,21 @@ impl<T: Send + 'static, M: Mode> Instance<T, M> {
     where
         F: FnOnce(&Ctx<'_, M>, Vec<T>) + Send + 'static,
     {
-        let body = Body::Once(Box::new(move |raw: RawCtx<'_>, xs: Vec<T>| {
-            body(&Ctx::from_raw(raw), xs)
-        }));
-        pending::create(on, M::KIND, inputs, None, body).map(Self::from_frame)
+        let body = Once(move |raw: RawCtx<'_>, xs: Vec<T>| body(&Ctx::from_raw(raw), xs));
+        node::create(on, M::KIND, inputs, None, body).map(Self::from_node)
     }
 }
 
 impl<T, M: Mode> Instance<T, M> {
-    pub(crate) fn from_frame(frame: Arc<Frame>) -> Self {
+    pub(crate) fn from_node(node: NodeRef) -> Self {
         Self {
-            frame,
+            node,
             _t: PhantomData,
         }
     }
 
-    pub(crate) fn frame(&self) -> &Arc<Frame> {
-        &self.frame
+    pub(crate) fn node(&self) -> &NodeRef {
+        &self.node
     }
 
     /// The name of slot `index` (not checked here: a signal to a slot the
@@ -96,7 +93,7 @@ impl<T, M: Mode> Instance<T, M> {
     /// [`SignalErrorKind::NoSuchSlot`](crate::SignalErrorKind::NoSuchSlot)).
     pub fn slot(&self, index: usize) -> Slot<T, M> {
         Slot {
-            frame: self.frame.clone(),
+            node: self.node.clone(),
             index,
             _t: PhantomData,
         }
@@ -104,23 +101,23 @@ impl<T, M: Mode> Instance<T, M> {
 
     /// The number of input slots.
     pub fn inputs(&self) -> usize {
-        self.frame.inputs
+        self.node.frame().inputs
     }
 
     /// The core the instance lives on.
     pub fn core(&self) -> &Core {
-        &self.frame.owner
+        self.node.frame().owner()
     }
 
     /// The instance's mode.
     pub fn mode(&self) -> ModeKind {
-        self.frame.mode
+        self.node.frame().mode
     }
 
     /// Whether every slot has been filled (by signals sent so far; the
     /// instance fires, or has fired). A snapshot.
     pub fn is_complete(&self) -> bool {
-        self.frame.claims.is_complete()
+        self.node.frame().claims.is_complete()
     }
 }
 
@@ -128,7 +125,7 @@ impl<T, M: Mode> Instance<T, M> {
 /// hand to a producer (a child's result slot, a receiver thread passed in a
 /// system call, the target of a device completion).
 pub struct Slot<T, M: Mode = User> {
-    frame: Arc<Frame>,
+    node: NodeRef,
     index: usize,
     _t: PhantomData<fn(T) -> M>,
 }
@@ -136,7 +133,7 @@ pub struct Slot<T, M: Mode = User> {
 impl<T, M: Mode> Clone for Slot<T, M> {
     fn clone(&self) -> Self {
         Self {
-            frame: self.frame.clone(),
+            node: self.node.clone(),
             index: self.index,
             _t: PhantomData,
         }
@@ -146,16 +143,16 @@ impl<T, M: Mode> Clone for Slot<T, M> {
 impl<T, M: Mode> fmt::Debug for Slot<T, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Slot")
-            .field("core", &self.frame.owner.index())
-            .field("mode", &self.frame.mode)
+            .field("core", &self.node.frame().owner().index())
+            .field("mode", &self.node.frame().mode)
             .field("index", &self.index)
             .finish()
     }
 }
 
 impl<T, M: Mode> Slot<T, M> {
-    pub(crate) fn frame(&self) -> &Arc<Frame> {
-        &self.frame
+    pub(crate) fn node(&self) -> &NodeRef {
+        &self.node
     }
 
     /// The slot's index in its instance.
@@ -165,14 +162,14 @@ impl<T, M: Mode> Slot<T, M> {
 
     /// The instance the slot belongs to.
     pub fn instance(&self) -> Instance<T, M> {
-        Instance::from_frame(self.frame.clone())
+        Instance::from_node(self.node.clone())
     }
 
     /// The same slot with its mode a value rather than a type (checked when
     /// signalled).
     pub fn erase(self) -> AnySlot<T> {
         AnySlot {
-            frame: self.frame,
+            node: self.node,
             index: self.index,
             _t: PhantomData,
         }
@@ -182,7 +179,7 @@ impl<T, M: Mode> Slot<T, M> {
 /// A [`Slot`] whose instance's mode is a value, checked against the
 /// sender's mode when signalled ([`Ctx::signal_any`]).
 pub struct AnySlot<T> {
-    frame: Arc<Frame>,
+    node: NodeRef,
     index: usize,
     _t: PhantomData<fn(T)>,
 }
@@ -190,7 +187,7 @@ pub struct AnySlot<T> {
 impl<T> Clone for AnySlot<T> {
     fn clone(&self) -> Self {
         Self {
-            frame: self.frame.clone(),
+            node: self.node.clone(),
             index: self.index,
             _t: PhantomData,
         }
@@ -200,24 +197,24 @@ impl<T> Clone for AnySlot<T> {
 impl<T> fmt::Debug for AnySlot<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AnySlot")
-            .field("core", &self.frame.owner.index())
-            .field("mode", &self.frame.mode)
+            .field("core", &self.node.frame().owner().index())
+            .field("mode", &self.node.frame().mode)
             .field("index", &self.index)
             .finish()
     }
 }
 
 impl<T> AnySlot<T> {
-    pub(crate) fn new(frame: Arc<Frame>, index: usize) -> Self {
+    pub(crate) fn new(node: NodeRef, index: usize) -> Self {
         Self {
-            frame,
+            node,
             index,
             _t: PhantomData,
         }
     }
 
-    pub(crate) fn frame(&self) -> &Arc<Frame> {
-        &self.frame
+    pub(crate) fn node(&self) -> &NodeRef {
+        &self.node
     }
 
     /// The slot's index in its instance.
@@ -227,18 +224,18 @@ impl<T> AnySlot<T> {
 
     /// The mode of the slot's instance.
     pub fn mode(&self) -> ModeKind {
-        self.frame.mode
+        self.node.frame().mode
     }
 
     /// The core the slot's instance lives on.
     pub fn core(&self) -> &Core {
-        &self.frame.owner
+        self.node.frame().owner()
     }
 
     /// The typed slot, if the instance's mode is `M`.
     pub fn typed<M: Mode>(self) -> Option<Slot<T, M>> {
-        (self.frame.mode == M::KIND).then(|| Slot {
-            frame: self.frame,
+        (self.node.frame().mode == M::KIND).then(|| Slot {
+            node: self.node,
             index: self.index,
             _t: PhantomData,
         })

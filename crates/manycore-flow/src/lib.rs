@@ -37,7 +37,8 @@
 //!
 //! The protocol (counter, firing, cross-core path, gate handoff, reactor)
 //! and its invariants are in `src/README.md`; `src/loom_tests.rs`
-//! model-checks the claim word, the gate and the reactor's sleep handshake.
+//! model-checks the claim word, the owner cell (who may reach an
+//! instance's owner half), the gate and the reactor's sleep handshake.
 //!
 //! # Features
 //!
@@ -49,8 +50,11 @@
 //! # Unsafe code
 //!
 //! Every `unsafe` is in the private module `raw`, each with its `SAFETY`
-//! argument: file-descriptor system calls, epoll, and an io_uring that owns
-//! the buffers of its operations until the kernel hands them back.
+//! argument: the owner cell (an instance's owner half, reachable by its
+//! owner core's thread only), the slot vector (input slots filled in any
+//! order that become the body's `Vec` in place), file-descriptor system
+//! calls, epoll, and an io_uring that owns the buffers of its operations
+//! until the kernel hands them back.
 //!
 //! # Example
 //!
@@ -101,11 +105,14 @@ mod graph;
 mod here;
 mod instance;
 mod mode;
+mod node;
 mod outcome;
 mod pending;
 mod raw;
 mod reactor;
+mod ready;
 mod registry;
+mod signal;
 mod template;
 mod turnstile;
 

@@ -1,5 +1,7 @@
 //! Loom models of manycore-flow's concurrent protocols, against the real
 //! `Claims` (the shared half of the synchronisation counter), the real
+//! `OwnerCell` (who may reach an instance's owner half), the real `Shared`
+//! (an instance's reference count), the real
 //! `Turnstile` (a gate's lock word, queue and handoff) and the real
 //! reactor `Commands` (its queue and sleep handshake).
 //!
@@ -12,6 +14,8 @@
 //! value and the final count would come out short.
 
 use crate::claims::{Claim, Claims};
+use crate::raw::owner_cell::OwnerCell;
+use crate::raw::shared::{Counted, Shared};
 use crate::turnstile::Turnstile;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::{Arc, Mutex};
@@ -120,6 +124,77 @@ fn claims_a_signal_after_the_firing_sees_fired() {
         producer.join().unwrap();
         assert_eq!(owner(&queue, &fired), [1, 2]);
         assert_eq!(late.join().unwrap(), Claim::Fired);
+    });
+}
+
+/// Two threads race to use a cell nobody owns yet (the owner half of an
+/// instance made off its owner core; by the protocol only the owner ever
+/// asks, and this checks that two askers cannot both get in): exactly one
+/// is let in, every time it asks, and the other never is; what the owner
+/// wrote it reads back.
+#[test]
+fn owner_cell_lets_in_exactly_one_thread_for_good() {
+    model(|| {
+        let cell = Arc::new(OwnerCell::new_for(false, 0u32));
+        let c = cell.clone();
+        let other = thread::spawn(move || {
+            let first = c.with_in_model(2, |v| {
+                *v += 2;
+                *v
+            });
+            let again = c.with_in_model(2, |v| *v);
+            assert_eq!(first, again, "the same verdict, and the value kept");
+            first.is_some()
+        });
+        let first = cell.with_in_model(1, |v| {
+            *v += 1;
+            *v
+        });
+        let again = cell.with_in_model(1, |v| *v);
+        assert_eq!(first, again, "the same verdict, and the value kept");
+        let other = other.join().unwrap();
+        assert!(first.is_some() != other, "exactly one owner");
+    });
+}
+
+/// A value that checks, when it is dropped, that both users' uses are
+/// visible, and counts its drops.
+struct Used {
+    uses: Arc<AtomicUsize>,
+    drops: Arc<AtomicUsize>,
+}
+
+impl Drop for Used {
+    fn drop(&mut self) {
+        // Relaxed: only the count's Release/Acquire can make both uses
+        // visible here.
+        assert_eq!(self.uses.load(Ordering::Relaxed), 2, "freed before a use");
+        self.drops.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Two references made at once (`pair`), one cloned and the clone dropped
+/// on the way, used and dropped on two threads: the value is dropped once,
+/// by the last drop, after both threads' uses.
+#[test]
+fn shared_frees_once_after_every_use() {
+    model(|| {
+        let uses = Arc::new(AtomicUsize::new(0));
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (a, b) = Shared::pair(Box::new(Counted::new(Used {
+            uses: uses.clone(),
+            drops: drops.clone(),
+        })));
+        let t = thread::spawn(move || {
+            let c = b.clone();
+            c.uses.fetch_add(1, Ordering::Relaxed);
+            drop(c);
+            drop(b);
+        });
+        a.uses.fetch_add(1, Ordering::Relaxed);
+        drop(a);
+        t.join().unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
     });
 }
 

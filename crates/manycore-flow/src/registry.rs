@@ -1,36 +1,38 @@
-//! `Registry`: a core's table of its pending instances (the owner's halves:
-//! slots, count, body), a thread-local on the core's thread, touched only by
-//! that thread: a local signal fills a slot with plain loads and stores.
+//! `Registry`: a core's table of its pending instances, a thread-local on
+//! the core's thread, touched only by that thread. An instance's entry is
+//! the reference its owner keeps while it waits for signals (or for a
+//! gate); the index is recorded in the instance's owner half.
 //!
-//! It is also how shutdown reaches pending instances: when a core's thread
-//! exits, its registry is dropped with everything in it, so whatever waited
-//! on those instances (an [`Outcome`](crate::Outcome)) learns at once that
-//! they will never fire.
+//! It is how shutdown reaches pending instances: when a core's thread
+//! exits, its registry empties every instance in it (bodies and values),
+//! so whatever waited on those instances (an [`Outcome`](crate::Outcome))
+//! learns at once that they will never fire, even while handles to them
+//! are still held elsewhere.
 
-use crate::frame::{Frame, UNREGISTERED};
-use crate::pending::AnyPending;
+use crate::node::NodeRef;
+use crate::raw::shared::Shared;
 use std::cell::RefCell;
-
-struct Entry {
-    /// The frame's address: a check that an index still names this frame.
-    frame: *const Frame,
-    pending: Box<dyn AnyPending>,
-}
 
 /// Pending instances of one core.
 #[derive(Default)]
 pub(crate) struct Registry {
-    entries: Vec<Option<Entry>>,
+    entries: Vec<Option<NodeRef>>,
     free: Vec<u32>,
 }
 
 thread_local! {
-    static REGISTRY: RefCell<Registry> = RefCell::new(Registry::default());
+    static REGISTRY: RefCell<Registry> = const {
+        RefCell::new(Registry {
+            entries: Vec::new(),
+            free: Vec::new(),
+        })
+    };
 }
 
 /// Runs `f` with this thread's registry; None if the thread is exiting (its
 /// registry is gone) or the registry is in use further up the stack (never,
 /// by construction: no user code runs while it is borrowed).
+#[inline]
 pub(crate) fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> Option<R> {
     REGISTRY
         .try_with(|r| r.try_borrow_mut().ok().map(|mut r| f(&mut r)))
@@ -39,56 +41,36 @@ pub(crate) fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> Option<R> {
 }
 
 impl Registry {
-    /// Adds `frame`'s owner half and records the entry in the frame.
-    pub(crate) fn insert(&mut self, frame: &Frame, pending: Box<dyn AnyPending>) {
-        let e = Some(Entry {
-            frame: frame as *const Frame,
-            pending,
-        });
-        let i = match self.free.pop() {
+    /// The index the next `insert` will use.
+    pub(crate) fn next_index(&self) -> u32 {
+        match self.free.last() {
+            Some(&i) => i,
+            None => self.entries.len() as u32,
+        }
+    }
+
+    /// Adds `node`; returns its index (for the node to record).
+    pub(crate) fn insert(&mut self, node: NodeRef) -> u32 {
+        match self.free.pop() {
             Some(i) => {
-                self.entries[i as usize] = e;
+                self.entries[i as usize] = Some(node);
                 i
             }
             None => {
-                self.entries.push(e);
+                self.entries.push(Some(node));
                 (self.entries.len() - 1) as u32
             }
-        };
-        frame.set_index(i);
-    }
-
-    /// The owner half of `frame`, first collecting it from the frame's inbox
-    /// if it was created elsewhere and has not been collected yet.
-    pub(crate) fn get(&mut self, frame: &Frame) -> Option<&mut dyn AnyPending> {
-        let mut i = frame.index();
-        if i == UNREGISTERED {
-            let p = frame.collect()?;
-            self.insert(frame, p);
-            i = frame.index();
-        }
-        match self.entries.get_mut(i as usize) {
-            Some(Some(e)) if std::ptr::eq(e.frame, frame) => Some(&mut *e.pending),
-            _ => None,
         }
     }
 
-    /// Removes and returns the owner half of `frame` (collecting it from the
-    /// inbox if need be). The caller drops or runs it after the registry is
-    /// released.
-    pub(crate) fn take(&mut self, frame: &Frame) -> Option<Box<dyn AnyPending>> {
-        let i = frame.index();
-        if i == UNREGISTERED {
-            return frame.collect();
-        }
+    /// Removes and returns the entry at `i` if it is `node`.
+    pub(crate) fn take(&mut self, i: u32, node: &NodeRef) -> Option<NodeRef> {
         let slot = self.entries.get_mut(i as usize)?;
-        if !slot.as_ref().is_some_and(|e| std::ptr::eq(e.frame, frame)) {
+        if !slot.as_ref().is_some_and(|e| Shared::ptr_eq(e, node)) {
             return None;
         }
-        let e = slot.take()?;
         self.free.push(i);
-        frame.set_index(UNREGISTERED);
-        Some(e.pending)
+        slot.take()
     }
 
     /// Instances pending here.
@@ -99,11 +81,12 @@ impl Registry {
 
 impl Drop for Registry {
     fn drop(&mut self) {
-        // The core's thread is exiting (its runtime shut down): drop every
+        // The core's thread is exiting (its runtime shut down): empty every
         // instance still pending here, bodies and values with them. A drop
         // that signals again finds the registry gone (`with` returns None).
-        let entries = std::mem::take(&mut self.entries);
-        drop(entries);
+        for e in std::mem::take(&mut self.entries).into_iter().flatten() {
+            e.clear(false);
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use crate::error::FlowError;
 use crate::gate::Gate;
 use crate::instance::Instance;
 use crate::mode::{Mode, User};
-use crate::pending::{self, Body};
+use crate::node;
 use manycore_rt::Core;
 use std::fmt;
 use std::marker::PhantomData;
@@ -111,16 +111,21 @@ impl<T: Send + 'static, M: Mode> Template<T, M> {
     /// A new instance on core `on`, waiting for its inputs (with none
     /// declared, it fires at once).
     pub fn instance(&self, on: &Core) -> Result<Instance<T, M>, FlowError> {
-        let body = Body::Template(self.inner.clone());
-        pending::create(on, M::KIND, self.inner.inputs, None, body).map(Instance::from_frame)
+        node::create(on, M::KIND, self.inner.inputs, None, self.inner.clone())
+            .map(Instance::from_node)
     }
 
     /// A new instance on core `on` with all its inputs: it fires at once.
     /// Fails with [`FlowError::InputCount`] unless there is one value per
     /// input.
     pub fn start(&self, on: &Core, values: Vec<T>) -> Result<(), FlowError> {
-        let body = Body::Template(self.inner.clone());
-        pending::create(on, M::KIND, self.inner.inputs, Some(values), body).map(drop)
+        node::start(
+            on,
+            M::KIND,
+            self.inner.inputs,
+            Some(values),
+            self.inner.clone(),
+        )
     }
 
     /// The number of inputs of each instance.

@@ -63,9 +63,10 @@ pub struct LivelockPoint {
     pub period: Duration,
 }
 
-/// Spins for about `iters` steps, giving up if `stop` is set; true if the
-/// work was done.
-fn work(iters: u64, stop: &AtomicBool) -> bool {
+/// The unit of work of an event: spins for about `iters` steps, giving up
+/// if `stop` is set (checked every 4096 steps); true if the work was done.
+/// Public for the bench's other designs, which must do the same work.
+pub fn work(iters: u64, stop: &AtomicBool) -> bool {
     let mut acc = 0u64;
     for i in 0..iters {
         acc = std::hint::black_box(acc.wrapping_mul(6364136223846793005).wrapping_add(i));
@@ -80,7 +81,7 @@ fn work(iters: u64, stop: &AtomicBool) -> bool {
 /// Steps of [`work`] per `d`, measured here (a few milliseconds): the
 /// fastest of five probes, so that a probe slowed by another thread (which
 /// would make every event's work shorter than `d`) does not count.
-fn calibrate(d: Duration) -> u64 {
+pub fn calibrate(d: Duration) -> u64 {
     let stop = AtomicBool::new(false);
     let probe = 200_000u64;
     let per = (0..5)

@@ -5,8 +5,17 @@
 //!   and writes into owned buffers);
 //! * `epoll.rs`: an epoll instance;
 //! * `uring.rs`: an io_uring whose in-flight buffers it owns until the
-//!   kernel is done with them.
+//!   kernel is done with them;
+//! * `owner_cell.rs`: a cell only the thread that owns it can reach (an
+//!   instance's owner half, in the instance's one allocation);
+//! * `slot_vec.rs`: input slots filled in any order that become the body's
+//!   `Vec` in place;
+//! * `shared.rs`: a counted reference with one count (an instance's
+//!   handles), whose first two references cost no read-modify-write.
 
 pub(crate) mod epoll;
 pub(crate) mod fd;
+pub(crate) mod owner_cell;
+pub(crate) mod shared;
+pub(crate) mod slot_vec;
 pub(crate) mod uring;

@@ -5,7 +5,7 @@
 use super::{IoError, IoResult, ReactorStats};
 use crate::instance::AnySlot;
 use crate::mode::ModeKind;
-use crate::pending;
+
 use manycore_sync::atomic::{AtomicU64, Ordering};
 use std::collections::VecDeque;
 
@@ -139,7 +139,7 @@ pub(crate) fn answer(req: Req, answer: Answer, counters: &Counters) {
 }
 
 fn signal<T: Send + 'static>(to: &AnySlot<T>, v: T) -> bool {
-    pending::signal(ModeKind::Kernel, to.frame(), to.index(), v).is_ok()
+    crate::signal::signal(ModeKind::Kernel, to.node(), to.index(), v).is_ok()
 }
 
 /// Answers every request in `queues` (from the front, the first `skip[d]`

@@ -2,7 +2,8 @@
 //! device as `manycore_flow::experiments::livelock` (a pipe a generator
 //! writes 8-byte events into at the offered rate, in bursts every 100 µs,
 //! non-blocking: an event that does not fit is dropped at the device) and
-//! the same work per event (the same spin loop, calibrated here); a
+//! the same work per event (the experiment's own spin loop and
+//! calibration, `experiments::work` and `experiments::calibrate`); a
 //! dispatcher thread reads the pipe (blocking reads of up to 64 events)
 //! and spawns a task per event on a multi-thread tokio runtime, which
 //! does the event's work. Every event is taken in, as in the
@@ -14,6 +15,8 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use manycore_flow::experiments::{calibrate, work};
 
 /// One point of the tokio design (the fields of the experiment's
 /// `LivelockPoint` that the bench records).
@@ -29,36 +32,6 @@ pub struct Point {
 
 /// Events one read takes at most (as in the experiment).
 const BATCH: usize = 64;
-
-/// The experiment's unit of work: about `iters` steps of a spin loop,
-/// giving up if `stop` is set (checked every 4096 steps); true if done.
-fn work(iters: u64, stop: &AtomicBool) -> bool {
-    let mut acc = 0u64;
-    for i in 0..iters {
-        acc = std::hint::black_box(acc.wrapping_mul(6364136223846793005).wrapping_add(i));
-        if i % 4096 == 0 && stop.load(Ordering::Relaxed) {
-            return false;
-        }
-    }
-    std::hint::black_box(acc);
-    true
-}
-
-/// Steps of [`work`] per `d`, measured here (a few milliseconds): the
-/// fastest of five probes, so that a probe slowed by another thread (which
-/// would make every event's work shorter than `d`) does not count.
-fn calibrate(d: Duration) -> u64 {
-    let stop = AtomicBool::new(false);
-    let probe = 200_000u64;
-    let per = (0..5)
-        .map(|_| {
-            let t = Instant::now();
-            work(probe, &stop);
-            t.elapsed().as_nanos().max(1) as f64 / probe as f64
-        })
-        .fold(f64::INFINITY, f64::min);
-    (d.as_nanos() as f64 / per).max(1.0) as u64
-}
 
 /// Sets `O_NONBLOCK` on `f`.
 fn set_nonblocking(f: &File) -> std::io::Result<()> {

@@ -305,62 +305,70 @@ fn run(o: &Options, progress: &Progress) -> Vec<Record> {
     out
 }
 
+/// How a row of a runtime part runs a batch of `n` on the part's runtime.
+type RtBatch = Box<dyn Fn(&Runtime, u64) -> Result<Duration, String>>;
+
 /// Local firings: flow instances, `Ctx::spawn`, and `Core::spawn`.
 fn fire(o: &Options, progress: &Progress, out: &mut Vec<Record>) {
-    let rt = match Runtime::builder().cores(1).build() {
-        Ok(rt) => rt,
-        Err(e) => return progress.println(&format!("flow: fire: runtime: {e}")),
-    };
-    let mut rows: Vec<Row<'_>> = overhead::Local::ALL
+    let rows = overhead::Local::ALL
         .into_iter()
-        .map(|how| -> Row<'_> {
-            let rt = &rt;
+        .map(|how| -> (&'static str, RtBatch) {
             (
-                how.name().to_string(),
-                Box::new(move |n| overhead::local_chain(rt, how, n)),
+                how.name(),
+                Box::new(move |rt, n| overhead::local_chain(rt, how, n)),
             )
         })
         .collect();
-    let plan = Plan::throughput(o.secs * 0.25 / rows.len() as f64, o.reps);
-    for (name, s) in interleave("fire", plan, &mut rows, progress) {
-        out.extend(s.median_ns().map(|v| BENCH.record("local_fire", &name, "median", v, "ns")));
-    }
-    drop(rows);
-    rt.shutdown();
-    let r = ratio(
-        find(out, "local_fire", "flow", "median"),
-        find(out, "local_fire", "core-spawn", "median"),
-    );
-    out.extend(r.map(|r| BENCH.record("ratio", "fire flow/core-spawn", "median", r, "x")));
+    runtime_part(o, progress, out, ("fire", "local_fire", 1), rows);
 }
 
 /// Cross-core signals against plain spawns, core 0 to core 1.
 fn cross(o: &Options, progress: &Progress, out: &mut Vec<Record>) {
-    let rt = match Runtime::builder().cores(2).build() {
-        Ok(rt) => rt,
-        Err(e) => return progress.println(&format!("flow: cross: runtime: {e}")),
-    };
-    let mut rows: Vec<Row<'_>> = [("flow-signal", true), ("core-spawn", false)]
+    let rows = [("flow-signal", true), ("core-spawn", false)]
         .into_iter()
-        .map(|(name, flow)| -> Row<'_> {
-            let rt = &rt;
+        .map(|(name, flow)| -> (&'static str, RtBatch) {
             (
-                name.to_string(),
-                Box::new(move |n| overhead::cross_stream(rt, flow, n)),
+                name,
+                Box::new(move |rt, n| overhead::cross_stream(rt, flow, n)),
             )
         })
         .collect();
-    let plan = Plan::throughput(o.secs * 0.25 / rows.len() as f64, o.reps);
-    for (name, s) in interleave("cross", plan, &mut rows, progress) {
-        out.extend(s.median_ns().map(|v| BENCH.record("cross_core", &name, "median", v, "ns")));
+    runtime_part(o, progress, out, ("cross", "cross_core", 2), rows);
+}
+
+/// A part whose rows run batches on one runtime of its own: `(part, case,
+/// cores)`. Records `case` / each row / `median` (ns per operation) and
+/// `ratio` / `{part} {first row}/{last row}` / `median` (x).
+fn runtime_part(
+    o: &Options,
+    progress: &Progress,
+    out: &mut Vec<Record>,
+    (part, case, cores): (&str, &str, usize),
+    rows: Vec<(&'static str, RtBatch)>,
+) {
+    let rt = match Runtime::builder().cores(cores).build() {
+        Ok(rt) => rt,
+        Err(e) => return progress.println(&format!("flow: {part}: runtime: {e}")),
+    };
+    let (Some(&(first, _)), Some(&(last, _))) = (rows.first(), rows.last()) else {
+        return;
+    };
+    let mut batches: Vec<Row<'_>> = rows
+        .iter()
+        .map(|(name, f)| -> Row<'_> {
+            let rt = &rt;
+            (name.to_string(), Box::new(move |n| f(rt, n)))
+        })
+        .collect();
+    let plan = Plan::throughput(o.secs * 0.25 / batches.len() as f64, o.reps);
+    for (name, s) in interleave(part, plan, &mut batches, progress) {
+        out.extend(s.median_ns().map(|v| BENCH.record(case, &name, "median", v, "ns")));
     }
-    drop(rows);
+    drop(batches);
     rt.shutdown();
-    let r = ratio(
-        find(out, "cross_core", "flow-signal", "median"),
-        find(out, "cross_core", "core-spawn", "median"),
-    );
-    out.extend(r.map(|r| BENCH.record("ratio", "cross flow-signal/core-spawn", "median", r, "x")));
+    let r = ratio(find(out, case, first, "median"), find(out, case, last, "median"));
+    let imp = format!("{part} {first}/{last}");
+    out.extend(r.map(|r| BENCH.record("ratio", &imp, "median", r, "x")));
 }
 
 /// The reactor ping-pong against the epoll loops.
