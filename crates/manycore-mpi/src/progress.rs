@@ -213,6 +213,12 @@ impl Progress {
     /// room, else from the backlog later.
     pub(crate) fn send(&mut self, sh: &Shared, comm: &SimpleCommunicator, o: Outgoing) {
         self.take(sh);
+        if self.backlogged == 0 && self.inflight.len() < MAX_INFLIGHT {
+            // Nothing queued to go first, nothing to batch it with: the
+            // usual case of a call or a reply, posted without the backlog.
+            self.post(comm, o);
+            return;
+        }
         self.enqueue(o);
         self.pump(comm, sh.tuning().coalesce);
     }
@@ -420,11 +426,18 @@ impl Progress {
         if d.is_empty() {
             return;
         }
-        self.take(sh);
-        for o in d.drain(..) {
-            self.enqueue(o);
+        if d.len() == 1 {
+            // One frame (a reply, usually): as `send` does.
+            if let Some(o) = d.pop() {
+                self.send(sh, comm, o);
+            }
+        } else {
+            self.take(sh);
+            for o in d.drain(..) {
+                self.enqueue(o);
+            }
+            self.pump(comm, sh.tuning().coalesce);
         }
-        self.pump(comm, sh.tuning().coalesce);
         // Keep the vector's allocation for the next time.
         DEFERRED.with(|slot| {
             let mut slot = slot.borrow_mut();
