@@ -8,8 +8,12 @@
 //!
 //! ```text
 //! cargo build --release -p manycore-mpi --features mpi --example bench
-//! mpirun --allow-run-as-root --oversubscribe --bind-to none -n 2 target/release/examples/bench p2p [--quick] [--reps R]
+//! mpirun --allow-run-as-root --oversubscribe --bind-to none -n 2 target/release/examples/bench p2p [--quick] [--reps R] [--adaptive] [--idle hybrid|sleep]
 //! ```
+//!
+//! `--adaptive` turns `Tuning::adaptive` on in every row (the idle engine
+//! and the waiting threads wait as `manycore_sync::AdaptiveSpin` says);
+//! `--idle` sets the local cores' idle policy (else `World`'s default).
 //!
 //! Parts (and the number of ranks each wants):
 //!
@@ -82,6 +86,12 @@ mod imp {
     struct Args {
         part: String,
         quick: bool,
+        /// `--adaptive`: every row with `Tuning::adaptive` on.
+        adaptive: bool,
+        /// `--idle hybrid|sleep`: the cores' idle policy (else the
+        /// world's default).
+        hybrid: bool,
+        sleep: bool,
         reps: usize,
         rest: Vec<String>,
     }
@@ -90,6 +100,9 @@ mod imp {
         let mut a = Args {
             part: String::new(),
             quick: false,
+            adaptive: false,
+            hybrid: false,
+            sleep: false,
             reps: 0,
             rest: Vec::new(),
         };
@@ -97,6 +110,12 @@ mod imp {
         while let Some(x) = it.next() {
             match x.as_str() {
                 "--quick" => a.quick = true,
+                "--adaptive" => a.adaptive = true,
+                "--idle" => match it.next().as_deref() {
+                    Some("hybrid") => a.hybrid = true,
+                    Some("sleep") => a.sleep = true,
+                    _ => return Err("--idle needs hybrid or sleep".into()),
+                },
                 "--reps" => {
                     a.reps = it
                         .next()
@@ -112,6 +131,17 @@ mod imp {
             a.reps = if a.quick { 3 } else { 5 };
         }
         Ok(a)
+    }
+
+    /// `--adaptive`: set on every tuning a row chooses.
+    static ADAPTIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+    /// `w.set_tuning(t)`, with `Tuning::adaptive` as `--adaptive` says.
+    fn tune(w: &World, t: Tuning) {
+        w.set_tuning(Tuning {
+            adaptive: ADAPTIVE.load(Ordering::Relaxed),
+            ..t
+        });
     }
 
     /// One record on stdout (rank 0 only).
@@ -180,13 +210,21 @@ mod imp {
             return busy(&a);
         }
         let cores = if a.part == "coll" { 2 } else { 1 };
-        let world = match World::builder().cores(cores).timeout(T).init() {
+        ADAPTIVE.store(a.adaptive, Ordering::Relaxed);
+        let mut b = World::builder().cores(cores).timeout(T);
+        if a.hybrid {
+            b = b.idle(manycore_rt::IdlePolicy::default());
+        } else if a.sleep {
+            b = b.idle(manycore_rt::IdlePolicy::Sleep);
+        }
+        let world = match b.init() {
             Ok(w) => w,
             Err(e) => {
                 eprintln!("bench: World::init: {e}");
                 return 1;
             }
         };
+        tune(&world, Tuning::DEFAULT);
         if world.rank() == 0 && !world.waiters_progress() {
             eprintln!(
                 "bench: the MPI library offers no Serialized threading: only the engines progress"
@@ -539,7 +577,7 @@ mod imp {
             rt[CALL_ROWS.len() + 1].push(raw_pingpong_as(w, n_raw, out, false)?);
             rt[CALL_ROWS.len() + 2].push(raw_pingpong_as(w, n_raw, out, true)?);
             for (i, row) in CALL_ROWS.iter().enumerate() {
-                w.set_tuning(row.tuning);
+                tune(w, row.tuning);
                 barrier(w)?;
                 if w.rank() == 0 {
                     let p = if row.engine_place {
@@ -551,12 +589,12 @@ mod imp {
                         .push(calls(&p, n_call, budget).map_err(|e| format!("{}: {e}", row.name))?);
                 }
                 barrier(w)?;
-                w.set_tuning(Tuning::default());
+                tune(w, Tuning::default());
             }
             barrier(w)?;
             rate[0].push(raw_stream(w, k, spawn_size)?);
             for (i, row) in SPAWN_ROWS.iter().enumerate() {
-                w.set_tuning(row.tuning);
+                tune(w, row.tuning);
                 barrier(w)?;
                 if w.rank() == 0 {
                     let p = if row.engine_place {
@@ -567,7 +605,7 @@ mod imp {
                     rate[i + 1].push(spawns(&p, k).map_err(|e| format!("{}: {e}", row.name))?);
                 }
                 barrier(w)?;
-                w.set_tuning(Tuning::default());
+                tune(w, Tuning::default());
             }
         }
         let case = format!("round_trip {out}B");
@@ -732,9 +770,9 @@ mod imp {
                 let t = raw_coll(w, op, k)?;
                 v[i][0].push(max_over_ranks(w, t)?);
                 for (j, (_, tuning)) in tunings.iter().enumerate() {
-                    w.set_tuning(*tuning);
+                    tune(w, *tuning);
                     let t = mc_coll(w, op, k);
-                    w.set_tuning(Tuning::default());
+                    tune(w, Tuning::default());
                     v[i][j + 1].push(max_over_ranks(w, t?)?);
                 }
             }
@@ -864,12 +902,15 @@ mod imp {
             let mut ratio: Vec<Vec<f64>> = vec![Vec::new(); every.len()];
             for _ in 0..a.reps {
                 for (k, &e) in every.iter().enumerate() {
-                    w.set_tuning(Tuning {
-                        poll_every: e,
-                        ..Tuning::DEFAULT
-                    });
+                    tune(
+                        w,
+                        Tuning {
+                            poll_every: e,
+                            ..Tuning::DEFAULT
+                        },
+                    );
                     let r = ts_tn(w, p);
-                    w.set_tuning(Tuning::DEFAULT);
+                    tune(w, Tuning::DEFAULT);
                     let (s, t, _) = r?;
                     ratio[k].push(s / t);
                 }

@@ -19,6 +19,7 @@ use crate::error::Error;
 use crate::header::{Header, Kind};
 use crate::shared::Shared;
 use crate::world::World;
+use manycore_sync::{AdaptiveSpin, GapPredictor};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::HashMap;
@@ -30,6 +31,11 @@ use std::time::{Duration, Instant};
 /// than a call's wait: a collective waits for a chain of ranks, each of
 /// which may be waiting for a CPU when ranks outnumber them.
 const SPIN: Duration = Duration::from_micros(500);
+
+thread_local! {
+    /// The gaps this thread's adaptive waits in collectives saw.
+    static COLL_GAPS: GapPredictor = GapPredictor::new(SPIN);
+}
 
 /// Partials and results that arrived, by (collective, kind, sender).
 #[derive(Default)]
@@ -87,17 +93,36 @@ impl CollectiveInbox {
         } else {
             None
         };
-        loop {
-            if let Some(f) = lock().remove(&key) {
+        if polling.is_none() && sh.tuning().adaptive {
+            // As this thread's recent waits say: pausing, or yielding while
+            // the process has more awake threads than CPUs, counted as
+            // awake; then asleep below.
+            let found = COLL_GAPS.with(|gaps| {
+                let mut w = AdaptiveSpin::counted(SPIN, gaps);
+                while w.spin() {
+                    if let Some(f) = lock().remove(&key) {
+                        w.found();
+                        return Some(f);
+                    }
+                }
+                None
+            });
+            if let Some(f) = found {
                 return Ok(f);
             }
-            if start.elapsed() >= SPIN {
-                break;
+        } else {
+            loop {
+                if let Some(f) = lock().remove(&key) {
+                    return Ok(f);
+                }
+                if start.elapsed() >= SPIN {
+                    break;
+                }
+                if polling.is_some() {
+                    sh.progress_once();
+                }
+                std::thread::yield_now();
             }
-            if polling.is_some() {
-                sh.progress_once();
-            }
-            std::thread::yield_now();
         }
         if polling.is_some() {
             drop(polling);

@@ -25,15 +25,7 @@ pub(crate) fn deliver(sh: &Arc<Shared>, from: usize, frame: Vec<u8>, bulk: Optio
     match h.kind {
         Kind::Call => call(sh, from, h, frame, bulk),
         Kind::Method => method(sh, from, h, frame),
-        Kind::Reply => {
-            let r = if h.has(Header::FAILED) {
-                Err(decode::<CallError>(&frame[Header::LEN..])
-                    .unwrap_or_else(|e| CallError::Codec(e.0)))
-            } else {
-                Ok(frame)
-            };
-            sh.complete(h.seq, r);
-        }
+        Kind::Reply => reply(sh, h, frame),
         Kind::Free => sh.objects.free(h.object),
         Kind::StealRequest
         | Kind::StealTask
@@ -49,6 +41,17 @@ pub(crate) fn deliver(sh: &Arc<Shared>, from: usize, frame: Vec<u8>, bulk: Optio
         // one that gets here (inside a batch) is malformed and dropped.
         Kind::Batch | Kind::Large => {}
     }
+}
+
+/// A reply (`frame`, header `h` included) completes the call it answers,
+/// if that still waits: the waiter gets the frame, or the error it carries.
+pub(crate) fn reply(sh: &Shared, h: Header, frame: Vec<u8>) {
+    let r = if h.has(Header::FAILED) {
+        Err(decode::<CallError>(&frame[Header::LEN..]).unwrap_or_else(|e| CallError::Codec(e.0)))
+    } else {
+        Ok(frame)
+    };
+    sh.complete(h.seq, r);
 }
 
 /// The panic's message, if it was a string.
@@ -136,7 +139,10 @@ pub(crate) fn call_here(
     args: &[u8],
     bulk: Option<Vec<u8>>,
 ) {
-    let reply = Reply::new(sh, from, &h, CallError::Shutdown);
+    // Not counted as work in progress: the reply is sent (or handed to the
+    // poll that runs this, which sends it under the progress lock) before
+    // this returns, so no shutdown count can fall in between.
+    let reply = Reply::adopt(sh, from, &h, CallError::Shutdown);
     let Some(entry) = sh.registry.get(h.func) else {
         return reply.send(Err(CallError::UnknownFunction(h.func)));
     };

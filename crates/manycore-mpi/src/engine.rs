@@ -39,6 +39,7 @@ use crate::header::{Header, Kind};
 use crate::progress::Progress;
 use crate::registry::{first_difference, Registry};
 use crate::shared::{Outgoing, Shared};
+use manycore_sync::{AdaptiveSpin, Awake, AwakeGuard, GapPredictor};
 use mpi::collective::SystemOperation;
 use mpi::datatype::PartitionMut;
 use mpi::environment::Threading;
@@ -222,7 +223,15 @@ fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
     let mut last_work = Instant::now();
     // The last work included a call on the engine place.
     let mut conversing = false;
+    // Polling for the caller's next message (see below).
+    let mut hot = false;
     let mut park = MIN_PARK;
+    // With `Tuning::adaptive`: the idle engine's gaps, its wait after the
+    // conversation spin, and its count among the process's awake threads
+    // while it spins for a caller.
+    let gaps = GapPredictor::new(YIELD);
+    let mut wait: Option<AdaptiveSpin<'_>> = None;
+    let mut awake: Option<AwakeGuard> = None;
     loop {
         let mut worked = false;
         if sh.kick.load(Ordering::Relaxed) && sh.kick.swap(false, Ordering::Acquire) {
@@ -248,7 +257,10 @@ fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
             park = (park * 2).min(MAX_PARK);
             continue;
         };
-        worked |= p.poll(sh, world);
+        // While conversing with a caller, a poll that finds nothing tests
+        // again a few times before it lets go of the lock.
+        let spins = if hot { crate::progress::SPIN_TESTS } else { 0 };
+        worked |= p.poll_for(sh, world, None, spins);
         if let Some(job) = sh.take_job() {
             // Frames queued before the job was (by the thread that handed
             // it in, say) leave before it runs: it may wait, in a raw MPI
@@ -298,7 +310,11 @@ fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
         if worked {
             idle_polls = 0;
             park = MIN_PARK;
+            if let Some(w) = wait.as_mut() {
+                w.found();
+            }
             conversing = sh.conversing.swap(false, Ordering::Relaxed);
+            hot = conversing && sh.handlers.load(Ordering::Relaxed) == 0;
             continue;
         }
         if idle_polls == 0 {
@@ -310,18 +326,42 @@ fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
             std::hint::spin_loop();
             continue;
         }
+        hot = false;
         let idle = last_work.elapsed();
         let spin = if conversing {
             sh.engine_spin()
         } else {
             Duration::ZERO
         };
+        let adaptive = sh.tuning().adaptive;
         if idle < spin && sh.handlers.load(Ordering::Relaxed) == 0 {
             // This engine just ran a call on the engine place, and nothing
             // here runs a call on a core (which might need this CPU): poll
             // again at once, as MPI's own blocking calls do; the caller's
-            // next message is usually microseconds away.
-            std::hint::spin_loop();
+            // next message is usually microseconds away. (Adaptive: counted
+            // as awake, and yielding while the process has more awake
+            // threads than CPUs.)
+            hot = true;
+            if adaptive {
+                awake.get_or_insert_with(Awake::enter);
+            }
+            if adaptive && Awake::crowded() {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+            continue;
+        }
+        awake = None;
+        if adaptive {
+            // Spin (pausing, or yielding when crowded) as long as this
+            // engine's recent gaps say pays, then sleep.
+            let w = wait.get_or_insert_with(|| AdaptiveSpin::counted(YIELD, &gaps));
+            if !w.spin() {
+                std::thread::park_timeout(park);
+                park = (park * 2).min(MAX_PARK);
+                w.slept();
+            }
         } else if idle < spin + YIELD {
             std::thread::yield_now();
         } else {

@@ -8,7 +8,9 @@ use crate::codec::decode;
 use crate::error::CallError;
 use crate::header::Header;
 use crate::shared::Shared;
+use manycore_sync::{AdaptiveSpin, GapPredictor};
 use serde::de::DeserializeOwned;
+use std::cell::RefCell;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -42,7 +44,42 @@ struct SlotState {
 #[derive(Default)]
 pub(crate) struct Oneshot(Mutex<SlotState>, AtomicBool);
 
+thread_local! {
+    /// The gaps this thread's adaptive waits for calls to cores saw.
+    static WAIT_GAPS: GapPredictor = GapPredictor::new(SPIN);
+    /// This thread's reply slot, kept for its next call once nobody else
+    /// holds it (see [`Oneshot::for_this_thread`]).
+    static MINE: RefCell<Option<Arc<Oneshot>>> = const { RefCell::new(None) };
+}
+
 impl Oneshot {
+    /// An empty slot for a call this thread makes: the slot of its last
+    /// call, emptied, if nothing holds that any more (the reply is in and
+    /// its `Pending` is gone, or its call was forgotten and no late reply
+    /// is being delivered into it); else a new one. A thread that waits
+    /// for one call at a time so allocates no slot per call.
+    pub(crate) fn for_this_thread() -> Arc<Oneshot> {
+        MINE.with(|m| {
+            let mut m = m.borrow_mut();
+            if let Some(slot) = m.as_mut() {
+                // Unique: only this cache refers to it, so nothing can
+                // complete it any more.
+                if let Some(s) = Arc::get_mut(slot) {
+                    *s = Oneshot::default();
+                    return slot.clone();
+                }
+            }
+            let slot = Arc::new(Oneshot::default());
+            *m = Some(slot.clone());
+            slot
+        })
+    }
+
+    /// The flag set once the reply (or the failure) is in.
+    pub(crate) fn done_flag(&self) -> &AtomicBool {
+        &self.1
+    }
+
     pub(crate) fn complete(&self, r: Result<Vec<u8>, CallError>) {
         let waker = {
             let mut s = self.0.lock().unwrap_or_else(|e| e.into_inner());
@@ -213,6 +250,29 @@ impl<T: DeserializeOwned> Pending<T> {
         };
         let spin_until = Instant::now() + window;
         let mut handed_over = false;
+        // With `Tuning::adaptive`, a waiter that does not poll MPI waits as
+        // its thread's recent gaps say (pausing, or yielding while the
+        // process has more awake threads than CPUs), counted as awake.
+        let adaptive = polling.is_none()
+            && on_core.is_none()
+            && self.shared.as_ref().is_some_and(|s| s.tuning().adaptive);
+        if adaptive {
+            return WAIT_GAPS.with(|gaps| {
+                let mut w = AdaptiveSpin::counted(SPIN, gaps);
+                while w.spin() {
+                    if self.slot.is_done() {
+                        w.found();
+                        return self.finish();
+                    }
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        break;
+                    }
+                }
+                let r = self.park_until(deadline, &mut waker);
+                w.found();
+                r
+            });
+        }
         let mut polls = 0u32;
         loop {
             if self.slot.is_done() {
@@ -221,7 +281,7 @@ impl<T: DeserializeOwned> Pending<T> {
             // Poll MPI ourselves if we can: the reply is then received and
             // completed on this thread, with no engine in between.
             if let (Some(_), Some(s)) = (&polling, &self.shared) {
-                s.progress_once();
+                s.progress_for(Some(self.slot.done_flag()));
             }
             if self.slot.is_done() {
                 return self.finish();
@@ -269,6 +329,32 @@ impl<T: DeserializeOwned> Pending<T> {
                     manycore_rt::park_current(park);
                 }
             } else if !self.slot.register(&waker()) {
+                std::thread::park_timeout(park);
+            }
+        }
+    }
+
+    /// Parks this (non-core) thread until the reply is in or `deadline`.
+    fn park_until(
+        &self,
+        deadline: Option<Instant>,
+        waker: &mut impl FnMut() -> Waker,
+    ) -> Result<T, CallError> {
+        loop {
+            if self.slot.is_done() {
+                return self.finish();
+            }
+            let park = match deadline {
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return Err(CallError::Timeout);
+                    }
+                    (d - now).min(MAX_PARK)
+                }
+                None => MAX_PARK,
+            };
+            if !self.slot.register(&waker()) {
                 std::thread::park_timeout(park);
             }
         }

@@ -25,6 +25,7 @@ use mpi::traits::*;
 use mpi::Tag;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The tag of frames (and batches of frames).
@@ -39,6 +40,11 @@ const MAX_BATCH: usize = 64;
 const SMALL: usize = 4096;
 /// Receives kept posted.
 const POSTED: usize = 8;
+/// Tests for a message, at most, in one poll by a thread that expects one
+/// within microseconds (a waiter polling for its reply, an engine that
+/// just served the engine place) while none has arrived: each costs one
+/// MPI call, where a whole poll costs the lock and the outbox besides.
+pub(crate) const SPIN_TESTS: u32 = 32;
 
 thread_local! {
     /// This thread holds the progress lock (it is inside [`Progress::poll`],
@@ -102,6 +108,13 @@ pub struct Tuning {
     /// A thread waiting in a collective polls MPI itself (with a yield
     /// between polls) instead of leaving it to the engine.
     pub coll_poll: bool,
+    /// The idle engine, a thread waiting for a call to a core and a thread
+    /// waiting in a collective wait as `manycore_sync::AdaptiveSpin` says
+    /// (a budget from each thread's predicted idle gap; pausing, or
+    /// yielding while more manycore threads of the process are awake than
+    /// it has CPUs, each counting itself), instead of yielding for a fixed
+    /// while.
+    pub adaptive: bool,
 }
 
 impl Default for Tuning {
@@ -120,6 +133,7 @@ impl Tuning {
         engine_spin_us: 1000,
         poll_every: 0,
         coll_poll: false,
+        adaptive: false,
     };
 
     /// The engine does everything: the protocol before waiters progressed.
@@ -131,6 +145,7 @@ impl Tuning {
         engine_spin_us: 0,
         poll_every: 0,
         coll_poll: false,
+        adaptive: false,
     };
 }
 
@@ -159,6 +174,8 @@ pub(crate) struct Progress {
     batch: VecDeque<Outgoing>,
     /// Receives posted in advance, oldest (first to match) first.
     posted: VecDeque<OwnedRecv>,
+    /// Receive buffers to post again (of messages already handled).
+    spare: Vec<Vec<u8>>,
 }
 
 impl Progress {
@@ -196,6 +213,12 @@ impl Progress {
     /// room, else from the backlog later.
     pub(crate) fn send(&mut self, sh: &Shared, comm: &SimpleCommunicator, o: Outgoing) {
         self.take(sh);
+        if self.backlogged == 0 && self.inflight.len() < MAX_INFLIGHT {
+            // Nothing queued to go first, nothing to batch it with: the
+            // usual case of a call or a reply, posted without the backlog.
+            self.post(comm, o);
+            return;
+        }
         self.enqueue(o);
         self.pump(comm, sh.tuning().coalesce);
     }
@@ -248,7 +271,12 @@ impl Progress {
             };
             idle = 0;
             self.backlogged -= 1;
-            if !coalesce || o.bulk.is_some() || Header::LEN + 4 + o.frame.len() > SMALL {
+            // A lone frame (nothing after it for the same rank that could
+            // join it) leaves as itself: no pack to build and copy out of.
+            let alone = !self.backlog[to].front().is_some_and(|g| {
+                g.bulk.is_none() && Header::LEN + 8 + o.frame.len() + g.frame.len() <= SMALL
+            });
+            if !coalesce || alone || o.bulk.is_some() || Header::LEN + 4 + o.frame.len() > SMALL {
                 self.post(comm, o);
                 continue;
             }
@@ -314,20 +342,44 @@ impl Progress {
         for r in self.posted.drain(..) {
             r.cancel();
         }
+        self.spare.clear();
     }
 
-    /// Receives up to [`MAX_BATCH`] messages and dispatches their frames.
-    /// Whether any arrived.
-    pub(crate) fn receive(&mut self, sh: &Arc<Shared>, comm: &SimpleCommunicator) -> bool {
-        while self.posted.len() < POSTED {
-            let r = OwnedRecv::post(comm, vec![0; SMALL], FRAME_TAG);
-            self.posted.push_back(r);
-        }
+    /// Receives up to [`MAX_BATCH`] messages and dispatches their frames;
+    /// stops early once `done` says so (a waiter's reply is in: its thread
+    /// has better things to do than test for more). With nothing there,
+    /// tests up to `spins` more times. Whether any arrived.
+    pub(crate) fn receive(
+        &mut self,
+        sh: &Arc<Shared>,
+        comm: &SimpleCommunicator,
+        done: Option<&AtomicBool>,
+        spins: u32,
+    ) -> bool {
         let mut any = false;
         for _ in 0..MAX_BATCH {
+            // Receives are kept posted, from the buffers of messages
+            // already handled first (a receive that completed is posted
+            // again only here, before the next test: the thread whose
+            // reply came in leaves without posting it).
+            while self.posted.len() < POSTED {
+                let buf = self.spare.pop().unwrap_or_else(|| vec![0; SMALL]);
+                self.posted.push_back(OwnedRecv::post(comm, buf, FRAME_TAG));
+            }
             // Messages match posted receives in the order they were posted,
             // so the oldest completes first: in-order, per sender.
-            let Some((from, n, buf)) = self.posted.front_mut().and_then(OwnedRecv::test) else {
+            let mut got = self.posted.front_mut().and_then(OwnedRecv::test);
+            // Nothing yet: a thread that expects a message within
+            // microseconds tests again, up to `spins` times, holding the
+            // lock (each test is then one MPI call, not a whole poll), as
+            // long as nothing waits to be sent.
+            let mut left = if any { 0 } else { spins };
+            while got.is_none() && left > 0 && !sh.queued() {
+                left -= 1;
+                std::hint::spin_loop();
+                got = self.posted.front_mut().and_then(OwnedRecv::test);
+            }
+            let Some((from, n, buf)) = got else {
                 break;
             };
             self.posted.pop_front();
@@ -345,14 +397,24 @@ impl Progress {
                     dispatch::call_here(sh, from, h, &msg[Header::LEN..], None);
                     // The reply first, then the receive again.
                     self.send_deferred(sh, comm);
-                    self.posted.push_back(OwnedRecv::post(comm, buf, FRAME_TAG));
+                    self.spare.push(buf);
+                }
+                // A reply completes its call straight from the receive
+                // buffer (only its bytes are copied out, for the waiter).
+                Some(h) if h.kind == Kind::Reply && !h.has(Header::BULK) => {
+                    self.received += 1;
+                    dispatch::reply(sh, h, msg.to_vec());
+                    self.spare.push(buf);
                 }
                 _ => {
                     let frame = msg.to_vec();
-                    self.posted.push_back(OwnedRecv::post(comm, buf, FRAME_TAG));
+                    self.spare.push(buf);
                     self.handle(sh, comm, from, frame);
                     self.send_deferred(sh, comm);
                 }
+            }
+            if done.is_some_and(|d| d.load(Ordering::Acquire)) {
+                break;
             }
         }
         any
@@ -364,11 +426,18 @@ impl Progress {
         if d.is_empty() {
             return;
         }
-        self.take(sh);
-        for o in d.drain(..) {
-            self.enqueue(o);
+        if d.len() == 1 {
+            // One frame (a reply, usually): as `send` does.
+            if let Some(o) = d.pop() {
+                self.send(sh, comm, o);
+            }
+        } else {
+            self.take(sh);
+            for o in d.drain(..) {
+                self.enqueue(o);
+            }
+            self.pump(comm, sh.tuning().coalesce);
         }
-        self.pump(comm, sh.tuning().coalesce);
         // Keep the vector's allocation for the next time.
         DEFERRED.with(|slot| {
             let mut slot = slot.borrow_mut();
@@ -435,11 +504,20 @@ impl Progress {
 
     /// One round: send what is queued, receive and dispatch what arrived,
     /// send what that produced (replies of functions run here), free
-    /// finished sends. Whether anything happened.
-    pub(crate) fn poll(&mut self, sh: &Arc<Shared>, comm: &SimpleCommunicator) -> bool {
+    /// finished sends. Whether anything happened. A thread that expects a
+    /// message soon tests for one up to `spins` more times while none has
+    /// arrived (and nothing waits to be sent); one waiting for `done` (its
+    /// reply slot's flag) stops receiving as soon as that is set.
+    pub(crate) fn poll_for(
+        &mut self,
+        sh: &Arc<Shared>,
+        comm: &SimpleCommunicator,
+        done: Option<&AtomicBool>,
+        spins: u32,
+    ) -> bool {
         let _mark = Mark::new();
         let mut worked = self.drain(sh, comm);
-        if self.receive(sh, comm) {
+        if self.receive(sh, comm, done, spins) {
             worked = true;
             self.drain(sh, comm);
         }

@@ -39,7 +39,9 @@ impl Reply {
 
     /// The same for a call already counted in progress by a whole run of
     /// calls handed to a core at once (`dispatch::deliver_batch`), which
-    /// also stops counting it.
+    /// also stops counting it; or for a call to the engine place, whose
+    /// reply is sent before the poll that runs it lets go of the progress
+    /// lock (`dispatch::call_here`), so no count could see it owed.
     pub(crate) fn adopt(shared: &Arc<Shared>, to: usize, h: &Header, fallback: CallError) -> Self {
         Reply {
             shared: shared.clone(),

@@ -15,6 +15,7 @@ use crate::worker::JoinInbox;
 use manycore_rt::Runtime;
 use mpi::topology::SimpleCommunicator;
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, TryLockError};
 use std::thread::Thread;
@@ -108,12 +109,32 @@ pub(crate) struct Shared {
     /// `Shutdown` frames received from other ranks.
     pub(crate) shutdowns: AtomicUsize,
     next_seq: AtomicU64,
-    pending: Mutex<HashMap<u64, Arc<Oneshot>>>,
+    pending: Mutex<HashMap<u64, Arc<Oneshot>, BuildHasherDefault<SeqHasher>>>,
     /// Calls and methods running here whose reply is not yet sent.
     pub(crate) handlers: AtomicUsize,
     pub(crate) objects: ObjectTable,
     pub(crate) join: JoinInbox,
     pub(crate) coll: CollectiveInbox,
+}
+
+/// The hasher of the table of calls waiting for replies: its keys are
+/// sequence numbers, distinct and dense, so one multiplication spreads
+/// them well enough (SipHash would cost more than the rest of the lookup).
+#[derive(Default)]
+pub(crate) struct SeqHasher(u64);
+
+impl Hasher for SeqHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
 }
 
 static CURRENT: RwLock<Option<Arc<Shared>>> = RwLock::new(None);
@@ -163,7 +184,7 @@ impl Shared {
             abort: AtomicBool::new(false),
             shutdowns: AtomicUsize::new(0),
             next_seq: AtomicU64::new(1),
-            pending: Mutex::new(HashMap::new()),
+            pending: Mutex::new(HashMap::default()),
             handlers: AtomicUsize::new(0),
             objects: ObjectTable::default(),
             join: JoinInbox::default(),
@@ -181,6 +202,7 @@ impl Shared {
             direct_send: b & 2 != 0,
             coalesce: b & 4 != 0,
             coll_poll: b & 8 != 0,
+            adaptive: b & 16 != 0,
             poll_us: self.poll_us.load(Ordering::Relaxed),
             engine_spin_us: self.engine_spin_us.load(Ordering::Relaxed),
             poll_every: self.poll_every.load(Ordering::Relaxed),
@@ -194,7 +216,8 @@ impl Shared {
         let b = u8::from(t.waiters_progress)
             | u8::from(t.direct_send) << 1
             | u8::from(t.coalesce) << 2
-            | u8::from(t.coll_poll) << 3;
+            | u8::from(t.coll_poll) << 3
+            | u8::from(t.adaptive) << 4;
         self.tuning.store(b, Ordering::Relaxed);
         self.poll_us.store(t.poll_us, Ordering::Relaxed);
         self.engine_spin_us
@@ -260,12 +283,27 @@ impl Shared {
     /// could take the progress lock, `None` if it must leave progress to
     /// whoever holds it (or to the engine).
     pub(crate) fn progress_once(self: &Arc<Self>) -> Option<bool> {
+        self.progress_for(None)
+    }
+
+    /// [`progress_once`](Self::progress_once) for a thread that waits for
+    /// `done` (its reply slot's flag): the poll ends as soon as it is set.
+    pub(crate) fn progress_for(self: &Arc<Self>, done: Option<&AtomicBool>) -> Option<bool> {
         // `waiters_progress`, without reading the whole tuning.
         if self.tuning.load(Ordering::Relaxed) & 1 == 0 {
             return None;
         }
         let mut p = self.try_progress()?;
-        Some(p.poll(self, &SimpleCommunicator::world()))
+        Some(p.poll_for(
+            self,
+            &SimpleCommunicator::world(),
+            done,
+            if done.is_some() {
+                crate::progress::SPIN_TESTS
+            } else {
+                0
+            },
+        ))
     }
 
     /// The world of this process, if one is running.
@@ -441,7 +479,7 @@ impl Shared {
         let slot = if one_way {
             None
         } else {
-            let slot = Arc::new(Oneshot::default());
+            let slot = Oneshot::for_this_thread();
             self.pending
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())

@@ -237,6 +237,18 @@ fn calls_engine_only(w: &World) -> Result<(), String> {
     r
 }
 
+/// The same calls and the collectives with the idle engine and the waiting
+/// threads waiting adaptively (`Tuning::adaptive`).
+fn adaptive_waits(w: &World) -> Result<(), String> {
+    w.set_tuning(Tuning {
+        adaptive: true,
+        ..Tuning::DEFAULT
+    });
+    let r = calls(w).and_then(|()| collectives(w));
+    w.set_tuning(Tuning::default());
+    r
+}
+
 /// Engine places, frames longer than a posted receive, and the order of
 /// one-way messages.
 fn engine_place(w: &World) -> Result<(), String> {
@@ -568,9 +580,10 @@ fn main() {
         .timeout(Duration::from_secs(60))
         .init()
         .expect("World::init");
-    let cases: [Case; 9] = [
+    let cases: [Case; 10] = [
         ("calls", calls),
         ("calls_engine_only", calls_engine_only),
+        ("adaptive_waits", adaptive_waits),
         ("engine_place", engine_place),
         ("bulk", bulk),
         ("faults", faults),
