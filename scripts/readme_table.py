@@ -105,6 +105,18 @@ for c in cases:
         continue
     rows.append((f"fork-join {c}, T1 / T2 on 2 cores", f"{ms(t1)} / {ms(t2)} (T2 {t2/ts:.2f}x Ts)",
                  f"sequential {ms(ts)}; rayon T2 {ms(st('rayon', 'T2'))}; chili T2 {ms(st('chili', 'T2'))}", steal_target(c)))
+mp = lambda c, i, m="median": get("mpi", c, i, m)
+if mp("round_trip 41B", "raw-mpi") is not None:
+    rt_c, rt_r = mp("round_trip 41B", "call-engine"), mp("round_trip 41B", "raw-mpi")
+    rows.append(("MPI: cross-rank call round trip, 2 ranks", f"{us(rt_c)} ({rt_c/rt_r:.2f}x)", f"raw MPI ping-pong {us(rt_r)}", "<= 1.3x raw"))
+    sp_c, sp_r = mp("message_rate 33B", "spawn-engine"), mp("message_rate 33B", "raw-mpi")
+    rows.append(("MPI: one-sided spawns, 2 ranks", f"{sp_c:.2f} Mmsg/s ({sp_c/sp_r:.2f}x)", f"raw MPI_Isend {sp_r:.2f} Mmsg/s", ">= 0.7x raw"))
+    rd_c, rd_r = mp("reduce 4x2", "manycore"), mp("reduce 4x2", "raw-mpi")
+    rows.append(("MPI: reduce, 4 ranks x 2 cores", f"{us(rd_c)} ({rd_c/rd_r:.2f}x)", f"MPI_Reduce {us(rd_r)}", "<= 1.5x MPI_Reduce"))
+    ke = [(n, mp("knary(4,10,1000)", f"ranks-{n}", "efficiency")) for n in (2, 4)]
+    ke = [f"{e:.2f} on {n} ranks" for n, e in ke if e is not None]
+    if ke:
+        rows.append(("MPI: distributed knary(4,10,1000), efficiency against the machine's capacity", ", ".join(ke), "", ">= 0.8"))
 pi_cases = sorted({r["case"] for r in recs if r["bench"] == "steal" and r["impl"] == "rayon-on-manycore" and r["metric"] == "T2"},
                   key=lambda c: [r["case"] for r in recs].index(c))
 for c in pi_cases:
