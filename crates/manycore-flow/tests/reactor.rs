@@ -367,3 +367,29 @@ fn the_last_reactor_handle_dropped_in_a_body_does_not_block_its_core() {
         assert_eq!(out.wait_timeout(WAIT), Ok(Err(IoError::Shutdown)), "{b:?}");
     }
 }
+
+#[test]
+fn a_reactor_with_nothing_to_do_waits_in_the_kernel() {
+    // The epoll reactor polls for a while after work before it sleeps;
+    // the poll is bounded: with no traffic it ends up waiting in the
+    // kernel, and again after every burst.
+    for b in backends() {
+        let rt = runtime(1);
+        let reactor = Reactor::with_backend(b).unwrap();
+        eventually("an idle reactor waiting in the kernel", || {
+            reactor.stats().waits >= 1
+        });
+        let (rx, tx) = pipe().unwrap();
+        let dev = reactor.register(tx).unwrap();
+        let (done, out) = Outcome::new(rt.core(0)).unwrap();
+        // Read before the request: whatever the reactor does meanwhile,
+        // it must wait in the kernel once more after serving it.
+        let before = reactor.stats().waits;
+        dev.write(&kernel(), b"x".to_vec(), done);
+        assert_eq!(out.wait_timeout(WAIT), Ok(Ok(1)), "{b:?}");
+        eventually("the reactor waiting again after its traffic", || {
+            reactor.stats().waits > before
+        });
+        drop(rx);
+    }
+}
