@@ -14,7 +14,7 @@ use crate::gate::{Exclusion, GateGuard};
 use crate::here;
 use crate::mode::ModeKind;
 use crate::pending::{Body, Entry, Pending, SELF_CONTINUATION_BOUND};
-use crate::raw::owner_cell::OwnerCell;
+use crate::raw::owner_cell::{Owner, OwnerCell};
 use crate::raw::shared::{Block, Shared};
 use crate::raw::slot_vec::SlotVec;
 use crate::ready;
@@ -147,22 +147,29 @@ fn make<T: Send + 'static, B: Body<T>>(
     if inputs > MAX_INPUTS {
         return Err(FlowError::TooManyInputs { inputs });
     }
-    let ready = given.is_some() || inputs == 0;
-    let slots = match given {
-        Some(v) if v.len() != inputs => {
+    if let Some(v) = &given {
+        if v.len() != inputs {
             return Err(FlowError::InputCount {
                 expected: inputs,
                 got: v.len(),
-            })
+            });
         }
-        Some(v) => SlotVec::full(v),
-        None => SlotVec::new(inputs),
-    };
+    }
+    let ready = given.is_some() || inputs == 0;
     let local = here::is(on);
     let entry = match (ready, local) {
         (true, _) => Entry::Out,
         (false, true) => Entry::At(registry::with(|r| r.next_index()).ok_or(FlowError::Shutdown)?),
         (false, false) => Entry::Fresh,
+    };
+    // Every thread-local first, the slot buffer (a call to the allocator)
+    // last: nothing is called between making the slots and writing the node,
+    // so the compiler need not stage them on the stack.
+    let owner = here::owner(on, local);
+    let cell = Owner::here_if(local);
+    let slots = match given {
+        Some(v) => SlotVec::full(v),
+        None => SlotVec::new(inputs),
     };
     let claims = if ready {
         Claims::filled(inputs)
@@ -170,15 +177,9 @@ fn make<T: Send + 'static, B: Body<T>>(
         Claims::new(inputs)
     };
     let node = Node {
-        frame: Frame::new(
-            here::owner(on, local),
-            mode,
-            body.gate().is_some(),
-            inputs,
-            claims,
-        ),
-        half: OwnerCell::new_for(
-            local,
+        frame: Frame::new(owner, mode, body.gate().is_some(), inputs, claims),
+        half: OwnerCell::new_owned(
+            cell,
             Pending {
                 slots,
                 missing: if ready { 0 } else { inputs },
