@@ -33,6 +33,7 @@ pub(crate) struct Claims {
 
 impl Claims {
     /// Claims for `inputs` slots (at most [`MAX_INPUTS`]), none filled.
+    #[inline]
     pub(crate) fn new(inputs: usize) -> Self {
         debug_assert!(inputs <= MAX_INPUTS);
         let full = if inputs >= 64 {
@@ -48,6 +49,7 @@ impl Claims {
 
     /// Claims with every slot filled (an instance started with all its
     /// inputs, or with none declared).
+    #[inline]
     pub(crate) fn filled(inputs: usize) -> Self {
         let c = Self::new(inputs);
         c.word.store(c.full, Ordering::Relaxed);

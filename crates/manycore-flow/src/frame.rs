@@ -21,6 +21,7 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
+    #[inline]
     pub(crate) fn new(
         owner: Core,
         mode: ModeKind,

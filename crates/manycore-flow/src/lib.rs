@@ -52,7 +52,9 @@
 //! Every `unsafe` is in the private module `raw`, each with its `SAFETY`
 //! argument: the owner cell (an instance's owner half, reachable by its
 //! owner core's thread only), the slot vector (input slots filled in any
-//! order that become the body's `Vec` in place), file-descriptor system
+//! order that become the body's `Vec` in place), the counted reference to
+//! an instance and the per-thread free lists its block comes from,
+//! file-descriptor system
 //! calls, epoll, and an io_uring that owns the buffers of its operations
 //! until the kernel hands them back.
 //!

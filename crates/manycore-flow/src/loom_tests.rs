@@ -15,7 +15,7 @@
 
 use crate::claims::{Claim, Claims};
 use crate::raw::owner_cell::OwnerCell;
-use crate::raw::shared::{Counted, Shared};
+use crate::raw::shared::Shared;
 use crate::turnstile::Turnstile;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::{Arc, Mutex};
@@ -181,10 +181,10 @@ fn shared_frees_once_after_every_use() {
     model(|| {
         let uses = Arc::new(AtomicUsize::new(0));
         let drops = Arc::new(AtomicUsize::new(0));
-        let (a, b) = Shared::pair(Box::new(Counted::new(Used {
+        let (a, b) = Shared::pair(Used {
             uses: uses.clone(),
             drops: drops.clone(),
-        })));
+        });
         let t = thread::spawn(move || {
             let c = b.clone();
             c.uses.fetch_add(1, Ordering::Relaxed);

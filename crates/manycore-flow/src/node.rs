@@ -14,8 +14,8 @@ use crate::gate::{Exclusion, GateGuard};
 use crate::here;
 use crate::mode::ModeKind;
 use crate::pending::{Body, Entry, Pending, SELF_CONTINUATION_BOUND};
-use crate::raw::owner_cell::OwnerCell;
-use crate::raw::shared::{Counted, Shared};
+use crate::raw::owner_cell::{Owner, OwnerCell};
+use crate::raw::shared::{Block, Shared};
 use crate::raw::slot_vec::SlotVec;
 use crate::ready;
 use crate::registry;
@@ -80,10 +80,13 @@ pub(crate) fn create<T: Send + 'static, B: Body<T>>(
     given: Option<Vec<T>>,
     body: B,
 ) -> Result<NodeRef, FlowError> {
+    // The block first, so that the node is built in it (see `Block`); if
+    // `make` refuses, the block goes back.
+    let block = Block::new();
     let (node, ready, local) = make(on, mode, inputs, given, body)?;
     // Two references made at once: the handle, and the registry's or the
     // message's.
-    let (node, other) = Shared::pair(node);
+    let (node, other) = Shared::pair_node_in(block, node);
     if ready {
         fire(on, other, local)?;
         return Ok(node);
@@ -114,8 +117,9 @@ pub(crate) fn start<T: Send + 'static, B: Body<T>>(
     body: B,
 ) -> Result<(), FlowError> {
     let given = Some(given.unwrap_or_default());
+    let block = Block::new();
     let (node, _, local) = make(on, mode, inputs, given, body)?;
-    fire(on, Shared::one(node), local)
+    fire(on, Shared::one_node_in(block, node), local)
 }
 
 /// A ready instance made on `on`: fired there, after the running body if
@@ -129,54 +133,53 @@ fn fire(on: &Core, node: NodeRef, local: bool) -> Result<(), FlowError> {
     }
 }
 
-/// An instance not yet referred to (see [`Shared::one`], [`Shared::pair`]).
-type Unshared = Box<Counted<dyn AnyNode>>;
-
 /// The instance itself: (node, whether it is ready, whether `on` is here).
 /// A local instance that waits is given the registry entry that the next
 /// insertion will take (the caller inserts it before anything else can).
+#[inline(always)]
 fn make<T: Send + 'static, B: Body<T>>(
     on: &Core,
     mode: ModeKind,
     inputs: usize,
     given: Option<Vec<T>>,
     body: B,
-) -> Result<(Unshared, bool, bool), FlowError> {
+) -> Result<(Node<T, B>, bool, bool), FlowError> {
     if inputs > MAX_INPUTS {
         return Err(FlowError::TooManyInputs { inputs });
     }
-    let ready = given.is_some() || inputs == 0;
-    let slots = match given {
-        Some(v) if v.len() != inputs => {
+    if let Some(v) = &given {
+        if v.len() != inputs {
             return Err(FlowError::InputCount {
                 expected: inputs,
                 got: v.len(),
-            })
+            });
         }
-        Some(v) => SlotVec::full(v),
-        None => SlotVec::new(inputs),
-    };
+    }
+    let ready = given.is_some() || inputs == 0;
     let local = here::is(on);
     let entry = match (ready, local) {
         (true, _) => Entry::Out,
         (false, true) => Entry::At(registry::with(|r| r.next_index()).ok_or(FlowError::Shutdown)?),
         (false, false) => Entry::Fresh,
     };
+    // Every thread-local first, the slot buffer (a call to the allocator)
+    // last: nothing is called between making the slots and writing the node,
+    // so the compiler need not stage them on the stack.
+    let owner = here::owner(on, local);
+    let cell = Owner::here_if(local);
+    let slots = match given {
+        Some(v) => SlotVec::full(v),
+        None => SlotVec::new(inputs),
+    };
     let claims = if ready {
         Claims::filled(inputs)
     } else {
         Claims::new(inputs)
     };
-    let node: Unshared = Box::new(Counted::new(Node {
-        frame: Frame::new(
-            here::owner(on, local),
-            mode,
-            body.gate().is_some(),
-            inputs,
-            claims,
-        ),
-        half: OwnerCell::new_for(
-            local,
+    let node = Node {
+        frame: Frame::new(owner, mode, body.gate().is_some(), inputs, claims),
+        half: OwnerCell::new_owned(
+            cell,
             Pending {
                 slots,
                 missing: if ready { 0 } else { inputs },
@@ -185,7 +188,7 @@ fn make<T: Send + 'static, B: Body<T>>(
                 retries: 0,
             },
         ),
-    }));
+    };
     Ok((node, ready, local))
 }
 

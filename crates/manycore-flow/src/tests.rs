@@ -143,7 +143,7 @@ fn owner_cell_lets_in_its_owner_only() {
 /// by `pair`, `one` or clones) is dropped.
 #[test]
 fn shared_frees_once_with_the_last_reference() {
-    use crate::raw::shared::{Counted, Shared};
+    use crate::raw::shared::Shared;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
     struct D(Arc<AtomicUsize>);
@@ -153,7 +153,7 @@ fn shared_frees_once_with_the_last_reference() {
         }
     }
     let drops = Arc::new(AtomicUsize::new(0));
-    let (a, b) = Shared::pair(Box::new(Counted::new(D(drops.clone()))));
+    let (a, b) = Shared::pair(D(drops.clone()));
     assert!(Shared::ptr_eq(&a, &b));
     let c = b.clone();
     drop(a);
@@ -162,8 +162,8 @@ fn shared_frees_once_with_the_last_reference() {
     let t = std::thread::spawn(move || drop(c));
     t.join().unwrap();
     assert_eq!(drops.load(Ordering::Relaxed), 1);
-    let one = Shared::one(Box::new(Counted::new(D(drops.clone()))));
-    let other = Shared::one(Box::new(Counted::new(D(drops.clone()))));
+    let one = Shared::one(D(drops.clone()));
+    let other = Shared::one(D(drops.clone()));
     assert!(!Shared::ptr_eq(&one, &other));
     drop((one, other));
     assert_eq!(drops.load(Ordering::Relaxed), 3);

@@ -11,11 +11,14 @@
 //! * `slot_vec.rs`: input slots filled in any order that become the body's
 //!   `Vec` in place;
 //! * `shared.rs`: a counted reference with one count (an instance's
-//!   handles), whose first two references cost no read-modify-write.
+//!   handles), whose first two references cost no read-modify-write;
+//! * `slab.rs`: a thread's free lists of blocks by size class, which
+//!   instances are allocated from and freed to.
 
 pub(crate) mod epoll;
 pub(crate) mod fd;
 pub(crate) mod owner_cell;
 pub(crate) mod shared;
+pub(crate) mod slab;
 pub(crate) mod slot_vec;
 pub(crate) mod uring;

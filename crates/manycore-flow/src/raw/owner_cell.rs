@@ -21,6 +21,7 @@
 
 use manycore_sync::atomic::{AtomicU64, Ordering};
 use std::cell::{Cell, UnsafeCell};
+use std::marker::PhantomData;
 
 /// No thread owns the cell yet.
 const NOBODY: u64 = 0;
@@ -49,6 +50,28 @@ pub(crate) fn thread_id() -> u64 {
     })
 }
 
+/// Whom a new cell will belong to: the thread that asked (if it said
+/// `here`), or the first thread to use the cell. Asked for before the
+/// cell's contents are made, so that making the cell calls nothing (a call
+/// in the middle makes the compiler stage the contents on the stack). Not
+/// `Send`: it names the thread that holds it.
+#[derive(Clone, Copy)]
+pub(crate) struct Owner {
+    id: u64,
+    _this_thread: PhantomData<*const ()>,
+}
+
+impl Owner {
+    /// The calling thread if `here`, else the first user.
+    #[inline]
+    pub(crate) fn here_if(here: bool) -> Self {
+        Self {
+            id: if here { thread_id() } else { NOBODY },
+            _this_thread: PhantomData,
+        }
+    }
+}
+
 /// A value only its owner thread can reach.
 pub(crate) struct OwnerCell<T> {
     owner: AtomicU64,
@@ -72,8 +95,16 @@ impl<T> OwnerCell<T> {
     /// A cell owned by the calling thread if `here`, else by the first
     /// thread to call `with`.
     #[inline]
+    #[cfg(test)]
     pub(crate) fn new_for(here: bool, value: T) -> Self {
-        Self::owned_by(if here { thread_id() } else { NOBODY }, value)
+        Self::new_owned(Owner::here_if(here), value)
+    }
+
+    /// A cell owned by `owner` (asked for on this thread: it is not
+    /// `Send`).
+    #[inline]
+    pub(crate) fn new_owned(owner: Owner, value: T) -> Self {
+        Self::owned_by(owner.id, value)
     }
 
     fn owned_by(owner: u64, value: T) -> Self {

@@ -5,6 +5,13 @@
 //! read-modify-write. An instance is a `Shared<dyn AnyNode>`: its maker
 //! keeps one reference in the owner's registry and hands out the other.
 //!
+//! The block comes from the allocating thread's free lists (`slab.rs`),
+//! and the last drop gives it back to the freeing thread's lists: an
+//! instance made and dropped on one core reuses the block of the last. An
+//! instance's block is taken (a [`Block`]) before the instance is built,
+//! so that the compiler builds it in the block rather than on the stack
+//! and then copies it.
+//!
 //! The count is the usual protocol: a clone adds one (Relaxed: a clone is
 //! made from a live reference, which keeps the count above zero); a drop
 //! takes one away with Release, and the drop that takes the last one
@@ -15,7 +22,10 @@
 //! usually its owner's, dropped after its body ran, when its handles are
 //! gone: that drop is a load. `loom_tests.rs` checks the protocol.
 
+use super::slab;
+use crate::node::AnyNode;
 use manycore_sync::atomic::{fence, AtomicUsize, Ordering};
+use std::alloc::Layout;
 use std::fmt;
 use std::ops::Deref;
 use std::ptr::NonNull;
@@ -25,20 +35,9 @@ use std::ptr::NonNull;
 const MAX_REFS: usize = isize::MAX as usize;
 
 /// A value with its count, as `Shared` allocates it.
-pub(crate) struct Counted<T: ?Sized> {
+struct Counted<T: ?Sized> {
     count: AtomicUsize,
     value: T,
-}
-
-impl<T> Counted<T> {
-    /// `value`, to be boxed (and the box coerced to `Counted<dyn Trait>`
-    /// if need be) and handed to [`Shared::pair`] or [`Shared::one`].
-    pub(crate) fn new(value: T) -> Self {
-        Self {
-            count: AtomicUsize::new(1),
-            value,
-        }
-    }
 }
 
 /// A counted reference to a `T`.
@@ -53,31 +52,95 @@ unsafe impl<T: ?Sized + Send + Sync> Send for Shared<T> {}
 // SAFETY: as above; `&Shared` only gives `&T` and clones.
 unsafe impl<T: ?Sized + Send + Sync> Sync for Shared<T> {}
 
-impl<T: ?Sized> Shared<T> {
-    /// The one reference to the value in `b`.
-    pub(crate) fn one(b: Box<Counted<T>>) -> Self {
+impl<T> Shared<T> {
+    /// The one reference to `value`.
+    #[cfg(test)]
+    pub(crate) fn one(value: T) -> Self {
         Self {
-            ptr: NonNull::from(Box::leak(b)),
+            ptr: Block::new().fill(1, value),
         }
     }
 
-    /// Two references to the value in `b`, made without a read-modify-write
-    /// (nothing else can see the count yet).
-    pub(crate) fn pair(mut b: Box<Counted<T>>) -> (Self, Self) {
-        b.count = AtomicUsize::new(2);
-        let ptr = NonNull::from(Box::leak(b));
+    /// Two references to `value`, made without a read-modify-write (nothing
+    /// else can see the count yet).
+    #[cfg(test)]
+    pub(crate) fn pair(value: T) -> (Self, Self) {
+        let ptr = Block::new().fill(2, value);
         (Self { ptr }, Self { ptr })
     }
+}
 
+/// A block taken for a value and its count, not written yet: given back if
+/// dropped unused.
+pub(crate) struct Block<T> {
+    ptr: NonNull<Counted<T>>,
+}
+
+impl<T> Block<T> {
+    /// A block for a `T` and its count.
+    #[inline]
+    pub(crate) fn new() -> Self {
+        Self {
+            ptr: slab::alloc(Layout::new::<Counted<T>>()).cast(),
+        }
+    }
+
+    /// Writes `value` with `refs` references counted.
+    #[inline(always)]
+    fn fill(self, refs: usize, value: T) -> NonNull<Counted<T>> {
+        let p = self.ptr;
+        std::mem::forget(self);
+        // SAFETY: `p` is a block of this `Block`'s own (taken in `new`, never
+        // handed out: `self` is forgotten above, so its `Drop` will not free
+        // it) with at least the size and alignment of a `Counted<T>`, so the
+        // write is in bounds and aligned, and overwrites nothing.
+        unsafe {
+            p.as_ptr().write(Counted {
+                count: AtomicUsize::new(refs),
+                value,
+            })
+        };
+        p
+    }
+}
+
+impl<T> Drop for Block<T> {
+    fn drop(&mut self) {
+        // SAFETY: the block came from `slab::alloc` with this layout and was
+        // never written or handed out (`fill` forgets `self`): freed once.
+        unsafe { slab::free(self.ptr.cast(), Layout::new::<Counted<T>>()) }
+    }
+}
+
+impl Shared<dyn AnyNode> {
+    /// The one reference to the instance `node`, written into `block`
+    /// (taken before `node` was built).
+    #[inline(always)]
+    pub(crate) fn one_node_in<N: AnyNode>(block: Block<N>, node: N) -> Self {
+        let ptr: NonNull<Counted<dyn AnyNode>> = block.fill(1, node);
+        Self { ptr }
+    }
+
+    /// Two references to the instance `node`, written into `block` (taken
+    /// before `node` was built), made without a read-modify-write (nothing
+    /// else can see the count yet).
+    #[inline(always)]
+    pub(crate) fn pair_node_in<N: AnyNode>(block: Block<N>, node: N) -> (Self, Self) {
+        let ptr: NonNull<Counted<dyn AnyNode>> = block.fill(2, node);
+        (Self { ptr }, Self { ptr })
+    }
+}
+
+impl<T: ?Sized> Shared<T> {
     /// Whether `a` and `b` refer to the same value.
     pub(crate) fn ptr_eq(a: &Self, b: &Self) -> bool {
         std::ptr::addr_eq(a.ptr.as_ptr(), b.ptr.as_ptr())
     }
 
     fn counted(&self) -> &Counted<T> {
-        // SAFETY: `ptr` came from a leaked box and the box is freed only when
-        // the count drops to zero, which cannot happen while this reference
-        // (counted) is alive.
+        // SAFETY: `ptr` came from `Block::fill`, which wrote a `Counted<T>`
+        // into it, and the block is freed only when the count drops to zero, which
+        // cannot happen while this reference (counted) is alive.
         unsafe { self.ptr.as_ref() }
     }
 }
@@ -109,11 +172,17 @@ impl<T: ?Sized> Drop for Shared<T> {
             // uses of the value happen before the free below.
             fence(Ordering::Acquire);
         }
+        let layout = Layout::for_value(self.counted());
         // SAFETY: the count was 1 (read above, or taken from 1 to 0 by this
         // drop): this was the last reference, no other exists or can be made
-        // (a clone needs a live reference), so the box leaked by `one` or
-        // `pair` is ours to free, once.
-        drop(unsafe { Box::from_raw(self.ptr.as_ptr()) });
+        // (a clone needs a live reference), so the value `fill` wrote is
+        // ours to drop, once, and then its block to free, once, with the
+        // layout it was allocated for (`Counted<T>`'s, the same as
+        // `for_value` gives for it, unsized or not).
+        unsafe {
+            std::ptr::drop_in_place(self.ptr.as_ptr());
+            slab::free(self.ptr.cast(), layout);
+        }
     }
 }
 

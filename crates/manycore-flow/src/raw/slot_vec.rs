@@ -17,6 +17,7 @@ pub(crate) struct SlotVec<T> {
 
 impl<T> SlotVec<T> {
     /// `n` empty slots (`n` <= 64; no allocation when `n` is 0).
+    #[inline]
     pub(crate) fn new(n: usize) -> Self {
         assert!(n <= 64, "at most 64 slots");
         Self {
@@ -27,6 +28,7 @@ impl<T> SlotVec<T> {
     }
 
     /// Slots holding `values`, in order (at most 64 of them).
+    #[inline]
     pub(crate) fn full(values: Vec<T>) -> Self {
         let n = values.len();
         assert!(n <= 64, "at most 64 slots");
