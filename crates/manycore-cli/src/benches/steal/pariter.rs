@@ -107,7 +107,11 @@ fn build(dir: &str, bin: &str, progress: &Progress) -> Result<PathBuf, String> {
     let target = target_dir(&ws).join(format!("pariter-{}", dir.trim_start_matches("on-")));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(&ws)
+    // From the manifest's directory, so that cargo reads
+    // pariter-bench/.cargo/config.toml (the same code-layout flags for both
+    // builds).
+    let dir = manifest.parent().unwrap_or(&ws);
+    cmd.current_dir(dir)
         .arg("build")
         .arg("--release")
         .arg("--manifest-path")
