@@ -5,7 +5,7 @@
 //! counters per T2 run: how many trees were split, and how many pieces came
 //! back to a thief that had just returned one (handbacks).
 //!
-//! `cargo run --release -p manycore-steal --example edgeq -- [REPS=21]`
+//! `cargo run --release -p manycore-probes --bin edgeq -- [REPS=21]`
 
 use manycore_rt::{IdlePolicy, Runtime};
 use manycore_steal::{steal_stats, with_ctx, Ctx, StealExt};
