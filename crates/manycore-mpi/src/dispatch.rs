@@ -46,12 +46,17 @@ pub(crate) fn deliver(sh: &Arc<Shared>, from: usize, frame: Vec<u8>, bulk: Optio
 /// A reply (`frame`, header `h` included) completes the call it answers,
 /// if that still waits: the waiter gets the frame, or the error it carries.
 pub(crate) fn reply(sh: &Shared, h: Header, frame: Vec<u8>) {
-    let r = if h.has(Header::FAILED) {
+    sh.complete(h.seq, reply_result(h, frame));
+}
+
+/// What a reply frame (header `h` included) gives its waiter: the frame,
+/// or the error it carries.
+pub(crate) fn reply_result(h: Header, frame: Vec<u8>) -> Result<Vec<u8>, CallError> {
+    if h.has(Header::FAILED) {
         Err(decode::<CallError>(&frame[Header::LEN..]).unwrap_or_else(|e| CallError::Codec(e.0)))
     } else {
         Ok(frame)
-    };
-    sh.complete(h.seq, r);
+    }
 }
 
 /// The panic's message, if it was a string.

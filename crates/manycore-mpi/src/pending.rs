@@ -364,7 +364,11 @@ impl<T: DeserializeOwned> Pending<T> {
         match self.slot.take() {
             None => Err(CallError::Consumed),
             Some(Err(e)) => Err(e),
-            Some(Ok(frame)) => Ok(decode(&frame[Header::LEN.min(frame.len())..])?),
+            Some(Ok(frame)) => {
+                let r = decode(&frame[Header::LEN.min(frame.len())..]);
+                crate::header::recycle(frame);
+                Ok(r?)
+            }
         }
     }
 }
