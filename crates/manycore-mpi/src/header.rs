@@ -166,7 +166,7 @@ impl Header {
 
     /// A frame buffer holding this header, with room for `payload` more bytes.
     /// The buffer comes from this thread's pool of frame buffers when it
-    /// has one ([`buffer`]).
+    /// has one.
     pub fn frame(&self, payload: usize) -> Vec<u8> {
         let mut v = buffer(Self::LEN + payload);
         v.push(self.kind as u8);

@@ -80,6 +80,26 @@ thread_local! {
     static UNMATCHED: RefCell<Vec<(u64, ReplyResult)>> = const { RefCell::new(Vec::new()) };
 }
 
+thread_local! {
+    /// The reply this thread received for the call it polls for, taken
+    /// past its slot ([`take_own`]).
+    static OWN: RefCell<Option<(u64, ReplyResult)>> = const { RefCell::new(None) };
+}
+
+/// The reply to call `seq` if this thread received it itself while polling
+/// for it: the waiter takes it here, without its slot's lock.
+pub(crate) fn take_own(seq: u64) -> Option<ReplyResult> {
+    OWN.try_with(|o| {
+        let mut o = o.borrow_mut();
+        match &*o {
+            Some((s, _)) if *s == seq => o.take().map(|(_, r)| r),
+            _ => None,
+        }
+    })
+    .ok()
+    .flatten()
+}
+
 /// Leaves the reply to call `seq` for this thread's poll to settle.
 pub(crate) fn unmatched(seq: u64, r: ReplyResult) {
     let _ = UNMATCHED.try_with(move |u| u.borrow_mut().push((seq, r)));
@@ -438,9 +458,19 @@ impl Progress {
             // lock (each test is then one MPI call, not a whole poll), as
             // long as nothing waits to be sent.
             let mut left = if any { 0 } else { spins };
+            let mut reclaimed = false;
             while got.is_none() && left > 0 && !sh.queued() {
                 left -= 1;
-                std::hint::spin_loop();
+                if reclaimed {
+                    std::hint::spin_loop();
+                } else {
+                    // While nothing has arrived, free what our sends are
+                    // done with (a caller's own call, left to its polls):
+                    // here it costs nothing, after the reply it would
+                    // delay the caller.
+                    reclaimed = true;
+                    self.reclaim();
+                }
                 got = self.posted.front_mut().and_then(OwnedRecv::test);
             }
             let Some((from, n, buf)) = got else {
@@ -471,6 +501,17 @@ impl Progress {
                     frame.extend_from_slice(msg);
                     self.spare.push(buf);
                     match self.waiting.remove(&h.seq) {
+                        // The reply this thread polls for (its slot's flag is
+                        // the one it waits on): it keeps it for itself, and
+                        // stops receiving.
+                        Some(slot)
+                            if done.is_some_and(|d| std::ptr::eq(d, slot.done_flag()))
+                                && OWN.try_with(|_| ()).is_ok() =>
+                        {
+                            let r = dispatch::reply_result(h, frame);
+                            OWN.with(|o| *o.borrow_mut() = Some((h.seq, r)));
+                            break;
+                        }
                         Some(slot) => slot.complete(dispatch::reply_result(h, frame)),
                         None => dispatch::reply(sh, h, frame),
                     }
