@@ -115,6 +115,9 @@ pub(crate) struct Shared {
     pub(crate) objects: ObjectTable,
     pub(crate) join: JoinInbox,
     pub(crate) coll: CollectiveInbox,
+    /// Per core, the jobs handed to it in dispatch order
+    /// (`dispatch::spawn_ordered`).
+    pub(crate) core_jobs: Vec<Mutex<VecDeque<crate::dispatch::Job>>>,
 }
 
 /// The hasher of the table of calls waiting for replies: its keys are
@@ -158,10 +161,11 @@ impl Shared {
         timeout: Option<Duration>,
         serialized: bool,
     ) -> Self {
+        let cores = rt.num_cores();
         let sh = Shared {
             rank,
             size,
-            cores: rt.num_cores(),
+            cores,
             rt,
             registry,
             timeout,
@@ -189,6 +193,7 @@ impl Shared {
             objects: ObjectTable::default(),
             join: JoinInbox::default(),
             coll: CollectiveInbox::default(),
+            core_jobs: (0..cores).map(|_| Mutex::new(VecDeque::new())).collect(),
         };
         sh.set_tuning(Tuning::default());
         sh
