@@ -46,12 +46,17 @@ pub(crate) fn deliver(sh: &Arc<Shared>, from: usize, frame: Vec<u8>, bulk: Optio
 /// A reply (`frame`, header `h` included) completes the call it answers,
 /// if that still waits: the waiter gets the frame, or the error it carries.
 pub(crate) fn reply(sh: &Shared, h: Header, frame: Vec<u8>) {
-    let r = if h.has(Header::FAILED) {
+    sh.complete(h.seq, reply_result(h, frame));
+}
+
+/// What a reply frame (header `h` included) gives its waiter: the frame,
+/// or the error it carries.
+pub(crate) fn reply_result(h: Header, frame: Vec<u8>) -> Result<Vec<u8>, CallError> {
+    if h.has(Header::FAILED) {
         Err(decode::<CallError>(&frame[Header::LEN..]).unwrap_or_else(|e| CallError::Codec(e.0)))
     } else {
         Ok(frame)
-    };
-    sh.complete(h.seq, r);
+    }
 }
 
 /// The panic's message, if it was a string.
@@ -77,13 +82,65 @@ fn run_stub(reply: Reply, stub: impl FnOnce(&mut Vec<u8>) -> Result<(), CallErro
 }
 
 /// Work for a core.
-type Job = Box<dyn FnOnce() + Send>;
+pub(crate) type Job = Box<dyn FnOnce() + Send>;
 
 fn call(sh: &Arc<Shared>, from: usize, h: Header, frame: Vec<u8>, bulk: Option<Vec<u8>>) {
     if let Some((core, job)) = prepare_call(sh, from, h, frame, bulk) {
-        // A core that is shutting down drops the job, and its reply
-        // answers `Shutdown`.
-        let _ = sh.rt.core(core).spawn(job);
+        spawn_ordered(sh, core, job);
+    }
+}
+
+/// Hands `job` to `core` after every job handed to that core before it by
+/// any thread of this rank. Frames are dispatched by whoever holds the
+/// progress lock (the engine, or a thread polling for its reply), and
+/// `manycore_rt` carries each outside thread's messages to a core in a
+/// lane of its own, with no order between lanes; so the job waits in the
+/// core's queue here, in dispatch order, and the core is sent a *turn*
+/// that runs the oldest job queued for it. As many turns as jobs, and a
+/// core runs its turns one at a time, so the jobs run in dispatch order
+/// whichever turn comes first. A turn the core drops unrun (it is shutting
+/// down) drops the oldest job unrun, whose reply then answers `Shutdown`.
+fn spawn_ordered(sh: &Arc<Shared>, core: usize, job: Job) {
+    let Some(q) = sh.core_jobs.get(core) else {
+        return;
+    };
+    q.lock().unwrap_or_else(|e| e.into_inner()).push_back(job);
+    let mut turn = Turn {
+        sh: sh.clone(),
+        core,
+        ran: false,
+    };
+    let _ = sh.rt.core(core).spawn(move || turn.run());
+}
+
+/// One turn of a core at its queue of jobs ([`spawn_ordered`]).
+struct Turn {
+    sh: Arc<Shared>,
+    core: usize,
+    ran: bool,
+}
+
+impl Turn {
+    fn next(&self) -> Option<Job> {
+        self.sh.core_jobs[self.core]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front()
+    }
+
+    fn run(&mut self) {
+        self.ran = true;
+        if let Some(job) = self.next() {
+            job();
+        }
+    }
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        if !self.ran {
+            drop(self.next());
+        }
     }
 }
 
@@ -217,7 +274,7 @@ fn hand_over(
             counted: mine.len(),
             calls: mine.into_iter(),
         };
-        let _ = sh.rt.core(core).spawn(move || calls.run());
+        spawn_ordered(sh, core, Box::new(move || calls.run()));
     }
 }
 

@@ -295,7 +295,11 @@ fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
             if sh.shutdowns.load(Ordering::Acquire) + 1 >= sh.size {
                 // Counted on entry to the all-reduce, under the progress
                 // lock: nobody on this rank sends while we are inside it.
-                let mine = [p.sent, p.received, sh.busy() + p.backlogged() as u64];
+                let mine = [
+                    p.sent,
+                    p.received,
+                    sh.busy() + (p.backlogged() + p.awaited()) as u64,
+                ];
                 let mut sum = [0u64; 3];
                 world.all_reduce_into(&mine[..], &mut sum[..], SystemOperation::sum());
                 if sum[0] == sum[1] && sum[2] == 0 {

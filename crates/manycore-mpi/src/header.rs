@@ -13,6 +13,8 @@
 //! | 16-23 | object  | remote object (slot << 32 \| generation), an epoch, or the id of a group's combining function |
 //! | 24-31 | clock   | reserved for a Lamport clock (tracing); zero today        |
 
+use std::cell::RefCell;
+
 /// What a frame is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -95,6 +97,50 @@ pub struct Header {
     pub clock: u64,
 }
 
+/// Frame buffers a thread keeps for its next frames, at most.
+const POOL_MAX: usize = 16;
+/// Capacities of the buffers the pool keeps: smaller ones are not worth
+/// keeping, larger ones (bulks, long frames) would pin memory.
+const POOL_MIN_CAP: usize = 128;
+const POOL_MAX_CAP: usize = 4096;
+
+thread_local! {
+    /// Frame buffers that this thread finished with (a send MPI completed,
+    /// a reply decoded), for its next frames: a thread that makes or
+    /// serves calls one after another allocates no buffer per frame.
+    static POOL: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// An empty buffer with room for `cap` bytes: one from this thread's pool
+/// if it has one, else a new one.
+pub(crate) fn buffer(cap: usize) -> Vec<u8> {
+    let pooled = POOL.try_with(|p| p.borrow_mut().pop()).ok().flatten();
+    match pooled {
+        Some(mut v) => {
+            v.clear();
+            v.reserve(cap);
+            v
+        }
+        None => Vec::with_capacity(cap.max(POOL_MIN_CAP)),
+    }
+}
+
+/// Gives a buffer that nothing refers to any more back to this thread's
+/// pool (or frees it, if the pool is full or the buffer is of a size the
+/// pool does not keep).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn recycle(v: Vec<u8>) {
+    if !(POOL_MIN_CAP..=POOL_MAX_CAP).contains(&v.capacity()) {
+        return;
+    }
+    let _ = POOL.try_with(move |p| {
+        let mut p = p.borrow_mut();
+        if p.len() < POOL_MAX {
+            p.push(v);
+        }
+    });
+}
+
 impl Header {
     /// Bytes of header in front of every frame's payload.
     pub const LEN: usize = 32;
@@ -119,8 +165,10 @@ impl Header {
     }
 
     /// A frame buffer holding this header, with room for `payload` more bytes.
+    /// The buffer comes from this thread's pool of frame buffers when it
+    /// has one.
     pub fn frame(&self, payload: usize) -> Vec<u8> {
-        let mut v = Vec::with_capacity(Self::LEN + payload);
+        let mut v = buffer(Self::LEN + payload);
         v.push(self.kind as u8);
         v.push(self.flags);
         v.extend_from_slice(&self.core.to_le_bytes());

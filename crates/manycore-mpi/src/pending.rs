@@ -149,6 +149,9 @@ pub struct Pending<T> {
     /// The reply comes from a progress thread with no other thread in
     /// between (a call to an engine place): wait polling without yielding.
     spin: bool,
+    /// The waiter received its reply itself and took it past the slot
+    /// (`progress::take_own`): nothing is left to forget.
+    settled: bool,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -164,7 +167,7 @@ impl<T> std::fmt::Debug for Pending<T> {
 impl<T> Drop for Pending<T> {
     fn drop(&mut self) {
         if let Some(s) = &self.shared {
-            if !self.slot.is_done() {
+            if !self.settled && !self.slot.is_done() {
                 s.forget(self.seq);
             }
         }
@@ -183,6 +186,7 @@ impl<T> Pending<T> {
             seq,
             shared,
             spin,
+            settled: false,
             _t: PhantomData,
         }
     }
@@ -213,7 +217,7 @@ impl<T: DeserializeOwned> Pending<T> {
         self.wait_until(Instant::now().checked_add(timeout))
     }
 
-    fn wait_until(self, deadline: Option<Instant>) -> Result<T, CallError> {
+    fn wait_until(mut self, deadline: Option<Instant>) -> Result<T, CallError> {
         if self.slot.is_done() {
             return self.finish();
         }
@@ -282,6 +286,10 @@ impl<T: DeserializeOwned> Pending<T> {
             // completed on this thread, with no engine in between.
             if let (Some(_), Some(s)) = (&polling, &self.shared) {
                 s.progress_for(Some(self.slot.done_flag()));
+                if let Some(r) = crate::progress::take_own(self.seq) {
+                    self.settled = true;
+                    return Self::result(r);
+                }
             }
             if self.slot.is_done() {
                 return self.finish();
@@ -363,8 +371,19 @@ impl<T: DeserializeOwned> Pending<T> {
     fn finish(&self) -> Result<T, CallError> {
         match self.slot.take() {
             None => Err(CallError::Consumed),
-            Some(Err(e)) => Err(e),
-            Some(Ok(frame)) => Ok(decode(&frame[Header::LEN.min(frame.len())..])?),
+            Some(r) => Self::result(r),
+        }
+    }
+
+    /// The value a reply carries (the reply frame or the failure).
+    fn result(r: Result<Vec<u8>, CallError>) -> Result<T, CallError> {
+        match r {
+            Err(e) => Err(e),
+            Ok(frame) => {
+                let r = decode(&frame[Header::LEN.min(frame.len())..]);
+                crate::header::recycle(frame);
+                Ok(r?)
+            }
         }
     }
 }

@@ -16,15 +16,18 @@
 //! one MPI send and one receive per batch, not per frame.
 
 use crate::dispatch;
+use crate::error::CallError;
 use crate::header::{Header, Kind};
+use crate::pending::Oneshot;
 use crate::raw::{OwnedRecv, OwnedSend};
-use crate::shared::{Outgoing, Shared, ENGINE_CORE_FIELD};
+use crate::shared::{Outgoing, SeqHasher, Shared, ENGINE_CORE_FIELD};
 use mpi::point_to_point::MatchedReceiveVec;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use mpi::Tag;
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -65,6 +68,48 @@ thread_local! {
     /// on the engine place replying, a steal request answered): the poll
     /// sends them itself when that code returns, without the outbox.
     static DEFERRED: RefCell<Vec<Outgoing>> = const { RefCell::new(Vec::new()) };
+}
+
+/// What a reply gives its waiter: the reply frame, or the failure.
+type ReplyResult = Result<Vec<u8>, CallError>;
+
+thread_local! {
+    /// Replies dispatched inside a poll on this thread that `Shared`'s
+    /// table of waiting calls did not know: the poll looks them up in its
+    /// own table ([`Progress::settle`]) before it goes on.
+    static UNMATCHED: RefCell<Vec<(u64, ReplyResult)>> = const { RefCell::new(Vec::new()) };
+}
+
+thread_local! {
+    /// The reply this thread received for the call it polls for, taken
+    /// past its slot ([`take_own`]).
+    static OWN: RefCell<Option<(u64, ReplyResult)>> = const { RefCell::new(None) };
+}
+
+/// The reply to call `seq` if this thread received it itself while polling
+/// for it: the waiter takes it here, without its slot's lock.
+pub(crate) fn take_own(seq: u64) -> Option<ReplyResult> {
+    OWN.try_with(|o| {
+        let mut o = o.borrow_mut();
+        match &*o {
+            Some((s, _)) if *s == seq => o.take().map(|(_, r)| r),
+            _ => None,
+        }
+    })
+    .ok()
+    .flatten()
+}
+
+/// Leaves the reply to call `seq` for this thread's poll to settle.
+pub(crate) fn unmatched(seq: u64, r: ReplyResult) {
+    let _ = UNMATCHED.try_with(move |u| u.borrow_mut().push((seq, r)));
+}
+
+/// Whether replies wait to be settled on this thread.
+fn has_unmatched() -> bool {
+    UNMATCHED
+        .try_with(|u| !u.borrow().is_empty())
+        .unwrap_or(false)
 }
 
 /// Sends `o` from inside a poll on this thread, if this thread is polling;
@@ -176,6 +221,11 @@ pub(crate) struct Progress {
     posted: VecDeque<OwnedRecv>,
     /// Receive buffers to post again (of messages already handled).
     spare: Vec<Vec<u8>>,
+    /// Calls waiting for replies that their caller posted itself (under
+    /// this lock, see `Shared::call_direct`), by sequence number: whoever
+    /// receives a reply holds this lock too, so neither side takes a lock
+    /// of its own for the table.
+    waiting: HashMap<u64, Arc<Oneshot>, BuildHasherDefault<SeqHasher>>,
 }
 
 impl Progress {
@@ -187,6 +237,40 @@ impl Progress {
     /// Frames waiting for room (work still owed, for the shutdown count).
     pub(crate) fn backlogged(&self) -> usize {
         self.backlogged
+    }
+
+    /// Calls waiting in this table for their replies (work still awaited,
+    /// for the shutdown count). A call whose caller gave up stays until its
+    /// late reply is in: every call is answered exactly once.
+    pub(crate) fn awaited(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Registers `slot` for the reply to the call `seq`, which the caller
+    /// posts before it lets go of this lock.
+    pub(crate) fn await_reply(&mut self, seq: u64, slot: Arc<Oneshot>) {
+        self.waiting.insert(seq, slot);
+    }
+
+    /// Completes the calls of this table whose replies were dispatched by
+    /// the generic path (inside a batch, or after a bulk) and so were not
+    /// found in `Shared`'s table.
+    fn settle(&mut self) {
+        let Ok(mut u) = UNMATCHED.try_with(|u| std::mem::take(&mut *u.borrow_mut())) else {
+            return;
+        };
+        for (seq, r) in u.drain(..) {
+            // Not here either: its caller gave up, and it is dropped.
+            if let Some(slot) = self.waiting.remove(&seq) {
+                slot.complete(r);
+            }
+        }
+        let _ = UNMATCHED.try_with(|slot| {
+            let mut slot = slot.borrow_mut();
+            if slot.is_empty() {
+                *slot = u;
+            }
+        });
     }
 
     /// Posts one frame (and its bulk) now.
@@ -374,9 +458,19 @@ impl Progress {
             // lock (each test is then one MPI call, not a whole poll), as
             // long as nothing waits to be sent.
             let mut left = if any { 0 } else { spins };
+            let mut reclaimed = false;
             while got.is_none() && left > 0 && !sh.queued() {
                 left -= 1;
-                std::hint::spin_loop();
+                if reclaimed {
+                    std::hint::spin_loop();
+                } else {
+                    // While nothing has arrived, free what our sends are
+                    // done with (a caller's own call, left to its polls):
+                    // here it costs nothing, after the reply it would
+                    // delay the caller.
+                    reclaimed = true;
+                    self.reclaim();
+                }
                 got = self.posted.front_mut().and_then(OwnedRecv::test);
             }
             let Some((from, n, buf)) = got else {
@@ -403,8 +497,24 @@ impl Progress {
                 // buffer (only its bytes are copied out, for the waiter).
                 Some(h) if h.kind == Kind::Reply && !h.has(Header::BULK) => {
                     self.received += 1;
-                    dispatch::reply(sh, h, msg.to_vec());
+                    let mut frame = crate::header::buffer(msg.len());
+                    frame.extend_from_slice(msg);
                     self.spare.push(buf);
+                    match self.waiting.remove(&h.seq) {
+                        // The reply this thread polls for (its slot's flag is
+                        // the one it waits on): it keeps it for itself, and
+                        // stops receiving.
+                        Some(slot)
+                            if done.is_some_and(|d| std::ptr::eq(d, slot.done_flag()))
+                                && OWN.try_with(|_| ()).is_ok() =>
+                        {
+                            let r = dispatch::reply_result(h, frame);
+                            OWN.with(|o| *o.borrow_mut() = Some((h.seq, r)));
+                            break;
+                        }
+                        Some(slot) => slot.complete(dispatch::reply_result(h, frame)),
+                        None => dispatch::reply(sh, h, frame),
+                    }
                 }
                 _ => {
                     let frame = msg.to_vec();
@@ -412,6 +522,9 @@ impl Progress {
                     self.handle(sh, comm, from, frame);
                     self.send_deferred(sh, comm);
                 }
+            }
+            if has_unmatched() {
+                self.settle();
             }
             if done.is_some_and(|d| d.load(Ordering::Acquire)) {
                 break;

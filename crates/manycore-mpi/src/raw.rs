@@ -93,7 +93,9 @@ impl OwnedSend {
         // that borrowed it has completed (`test` returned Ok or `wait`
         // returned), so MPI no longer reads it and nothing else refers to
         // it; `cap` is zeroed above, so it is rebuilt exactly once.
-        drop(unsafe { Vec::from_raw_parts(ptr, len, cap) });
+        let buf = unsafe { Vec::from_raw_parts(ptr, len, cap) };
+        // Back to this thread's pool of frame buffers, for its next frame.
+        crate::header::recycle(buf);
     }
 }
 

@@ -115,6 +115,9 @@ pub(crate) struct Shared {
     pub(crate) objects: ObjectTable,
     pub(crate) join: JoinInbox,
     pub(crate) coll: CollectiveInbox,
+    /// Per core, the jobs handed to it in dispatch order
+    /// (`dispatch::spawn_ordered`).
+    pub(crate) core_jobs: Vec<Mutex<VecDeque<crate::dispatch::Job>>>,
 }
 
 /// The hasher of the table of calls waiting for replies: its keys are
@@ -158,10 +161,11 @@ impl Shared {
         timeout: Option<Duration>,
         serialized: bool,
     ) -> Self {
+        let cores = rt.num_cores();
         let sh = Shared {
             rank,
             size,
-            cores: rt.num_cores(),
+            cores,
             rt,
             registry,
             timeout,
@@ -189,6 +193,7 @@ impl Shared {
             objects: ObjectTable::default(),
             join: JoinInbox::default(),
             coll: CollectiveInbox::default(),
+            core_jobs: (0..cores).map(|_| Mutex::new(VecDeque::new())).collect(),
         };
         sh.set_tuning(Tuning::default());
         sh
@@ -476,18 +481,70 @@ impl Shared {
         }
         let mut frame = h.frame(64);
         encode(&mut frame)?;
-        let slot = if one_way {
-            None
-        } else {
-            let slot = Oneshot::for_this_thread();
-            self.pending
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(h.seq, slot.clone());
-            Some((h.seq, slot))
+        if one_way {
+            self.send(to.rank, frame, bulk);
+            return Ok(None);
+        }
+        let slot = Oneshot::for_this_thread();
+        let mut o = Outgoing {
+            to: to.rank,
+            frame,
+            bulk,
         };
-        self.send(to.rank, frame, bulk);
-        Ok(slot)
+        if to.rank != self.rank {
+            // Posted by this thread, the call waits in the progress lock's
+            // own table (no lock of its own to take, here or on reply).
+            o = match self.call_direct(o, h.seq, &slot, to.core == ENGINE_CORE) {
+                Ok(()) => return Ok(Some((h.seq, slot))),
+                Err(back) => back,
+            };
+        }
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(h.seq, slot.clone());
+        self.send(o.to, o.frame, o.bulk);
+        Ok(Some((h.seq, slot)))
+    }
+
+    /// Posts the call `o` (sequence number `seq`, reply into `slot`) from
+    /// this thread if it can take the progress lock, registering the slot
+    /// in [`Progress`]'s table of waiting calls under that lock: whoever
+    /// receives the reply holds the same lock. `spin`: the caller is about
+    /// to poll MPI itself for the reply (a call to an engine place), so
+    /// the send is left for its polls to reclaim and the engine is not
+    /// woken. Gives the call back if this thread may not post it.
+    fn call_direct(
+        self: &Arc<Self>,
+        o: Outgoing,
+        seq: u64,
+        slot: &Arc<Oneshot>,
+        spin: bool,
+    ) -> Result<(), Outgoing> {
+        let t = self.tuning();
+        if !t.direct_send || crate::progress::progressing() {
+            return Err(o);
+        }
+        let Some(mut p) = self.try_progress() else {
+            return Err(o);
+        };
+        // A short frame alone (sent eagerly by MPI) to a caller that polls
+        // for its reply at once: its polls reclaim the send, and the
+        // engine stays out of the way meanwhile.
+        let quiet = spin && t.waiters_progress && o.bulk.is_none() && o.frame.len() <= 1024;
+        p.await_reply(seq, slot.clone());
+        let comm = SimpleCommunicator::world();
+        p.send(self, &comm, o);
+        if quiet {
+            return Ok(());
+        }
+        p.reclaim();
+        let sending = p.sending();
+        drop(p);
+        if sending {
+            self.wake_engine();
+        }
+        Ok(())
     }
 
     /// [`invoke`](Self::invoke) for a caller that waits.
@@ -505,7 +562,10 @@ impl Shared {
         }
     }
 
-    /// A reply arrived: completes the waiting call (if it still waits).
+    /// A reply arrived: completes the waiting call (if it still waits). A
+    /// reply for a call not in this table, received by a thread that
+    /// progresses MPI, may be for a call waiting in [`Progress`]'s table:
+    /// it is left for the poll to settle (`Progress::settle`).
     pub(crate) fn complete(&self, seq: u64, r: Result<Vec<u8>, CallError>) {
         let slot = self
             .pending
@@ -514,6 +574,8 @@ impl Shared {
             .remove(&seq);
         if let Some(slot) = slot {
             slot.complete(r);
+        } else if crate::progress::progressing() {
+            crate::progress::unmatched(seq, r);
         }
     }
 
