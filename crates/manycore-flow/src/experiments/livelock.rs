@@ -110,8 +110,7 @@ pub fn livelock(
     cores: usize,
 ) -> Result<LivelockPoint, FlowError> {
     let iters = calibrate(work_per_event);
-    let (rx, tx) = pipe().map_err(io_err)?;
-    crate::raw::fd::set_nonblocking(tx.as_fd(), true).map_err(io_err)?;
+    let (rx, tx) = device().map_err(io_err)?;
     let stop = Arc::new(AtomicBool::new(false));
     let completed = Arc::new(AtomicU64::new(0));
     let rejected = Arc::new(AtomicU64::new(0));
@@ -136,9 +135,18 @@ pub fn livelock(
     })
 }
 
-/// Writes events at `rate` until `until`, in bursts every 100 µs; returns
-/// (offered, accepted).
-fn generate(tx: &OwnedFd, rate: u64, until: Instant) -> (u64, u64) {
+/// The experiment's device: a pipe (read end, write end) whose write end
+/// is non-blocking, so that an event that does not fit is dropped at the
+/// device.
+pub fn device() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let (rx, tx) = pipe()?;
+    crate::raw::fd::set_nonblocking(tx.as_fd(), true)?;
+    Ok((rx, tx))
+}
+
+/// The experiment's generator: writes 8-byte events into `tx` at `rate`
+/// until `until`, in bursts every 100 µs; returns (offered, accepted).
+pub fn generate(tx: impl AsFd, rate: u64, until: Instant) -> (u64, u64) {
     let start = Instant::now();
     let (mut offered, mut accepted) = (0u64, 0u64);
     let mut buf = Vec::new();

@@ -23,7 +23,7 @@ mod fig4;
 mod livelock;
 mod probe;
 
-pub use livelock::{calibrate, livelock, work, Design, LivelockPoint};
+pub use livelock::{calibrate, device, generate, livelock, work, Design, LivelockPoint};
 pub use probe::{reactor_round_trip, reactor_stream, RoundTrip, Stream, STREAM_READ};
 
 use crate::{Backend, Exclusion, FlowError, Instance, User};

@@ -1,7 +1,9 @@
 //! The livelock curve's third design: a tokio task per event. The same
-//! device as `manycore_flow::experiments::livelock` (a pipe a generator
-//! writes 8-byte events into at the offered rate, in bursts every 100 µs,
-//! non-blocking: an event that does not fit is dropped at the device) and
+//! device and generator as `manycore_flow::experiments::livelock`
+//! (`experiments::device` and `experiments::generate`: a pipe the
+//! generator writes 8-byte events into at the offered rate, in bursts
+//! every 100 µs, non-blocking: an event that does not fit is dropped at
+//! the device) and
 //! the same work per event (the experiment's own spin loop and
 //! calibration, `experiments::work` and `experiments::calibrate`); a
 //! dispatcher thread reads the pipe (blocking reads of up to 64 events)
@@ -10,13 +12,12 @@
 //! thread-per-event design, but a task costs no thread of its own.
 
 use std::fs::File;
-use std::io::{Read, Write};
-use std::os::fd::AsRawFd;
+use std::io::Read;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use manycore_flow::experiments::{calibrate, work};
+use manycore_flow::experiments::{calibrate, device, generate, work};
 
 /// One point of the tokio design (the fields of the experiment's
 /// `LivelockPoint` that the bench records).
@@ -33,49 +34,6 @@ pub struct Point {
 /// Events one read takes at most (as in the experiment).
 const BATCH: usize = 64;
 
-/// Sets `O_NONBLOCK` on `f`.
-fn set_nonblocking(f: &File) -> std::io::Result<()> {
-    let fd = f.as_raw_fd();
-    // SAFETY: fcntl on an fd `f` keeps open for the call; F_GETFL and
-    // F_SETFL take no pointers.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: as above.
-    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Writes events at `rate` until `until`, in bursts every 100 µs; returns
-/// (offered, accepted). The experiment's generator.
-fn generate(tx: &mut File, rate: u64, until: Instant) -> (u64, u64) {
-    let start = Instant::now();
-    let (mut offered, mut accepted) = (0u64, 0u64);
-    let mut buf = Vec::new();
-    loop {
-        let now = Instant::now();
-        if now >= until {
-            return (offered, accepted);
-        }
-        let due = (now - start).as_secs_f64() * rate as f64;
-        let n = (due as u64).saturating_sub(offered).min(8192);
-        if n > 0 {
-            buf.clear();
-            for k in 0..n {
-                buf.extend_from_slice(&(offered + k).to_le_bytes());
-            }
-            offered += n;
-            if let Ok(w) = tx.write(&buf) {
-                accepted += (w / 8) as u64;
-            }
-        }
-        std::thread::sleep(Duration::from_micros(100));
-    }
-}
-
 /// Offers `rate` events per second, each asking for `work_per_event`, to
 /// a tokio runtime of `workers` workers for `period`; counts the work
 /// completed within the period.
@@ -86,9 +44,8 @@ pub fn livelock_tokio(
     workers: usize,
 ) -> Result<Point, String> {
     let iters = calibrate(work_per_event);
-    let (rx, tx) = manycore_flow::pipe().map_err(|e| format!("pipe: {e}"))?;
-    let (mut rx, mut tx) = (File::from(rx), File::from(tx));
-    set_nonblocking(&tx).map_err(|e| format!("O_NONBLOCK: {e}"))?;
+    let (rx, tx) = device().map_err(|e| format!("pipe: {e}"))?;
+    let mut rx = File::from(rx);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers.max(1))
         .build()
@@ -117,7 +74,7 @@ pub fn livelock_tokio(
             }
         })
         .map_err(|e| format!("dispatcher thread: {e}"))?;
-    let (offered, accepted) = generate(&mut tx, rate, Instant::now() + period);
+    let (offered, accepted) = generate(&tx, rate, Instant::now() + period);
     stop.store(true, Ordering::Relaxed);
     let done = completed.load(Ordering::Relaxed);
     drop(tx);
