@@ -75,6 +75,11 @@ if within:
 os4, os4s = get("kv", "outside-sync/4c", "manycore-hybrid", "median"), get("kv", "outside-sync/4c", "manycore-sleep", "median")
 if os4 is not None:
     rows.append(("kv store, synchronous outside clients, 4 cores on 2 CPUs", f"{us(os4 / 1000)} per op", f"sleep {us(os4s / 1000)}" if os4s else "", "<= 3 us"))
+for n in (2, 4, 16):
+    pb, dm = get("kv", f"pipelined-batch/{n}c", "manycore-hybrid", "throughput"), get("kv", f"peers/{n}t", "dashmap", "throughput")
+    if pb is not None and dm:
+        one = get("kv", f"pipelined/{n}c", "manycore-hybrid", "throughput")
+        rows.append((f"kv store, one pipelined outside client, batches per shard, {n} cores", f"{pb:.1f} Mops/s ({pb/dm:.2f}x)", f"dashmap, {n} threads, {dm:.1f} Mops/s" + (f"; one invocation per op {one:.1f} Mops/s" if one else ""), ">= 1x dashmap"))
 mr = lambda i: get("sched", "overload", i, "miss-rate")
 rows.append(("deadline misses under overload", f"EDF {mr('edf'):.1f} %, priority {mr('priority'):.1f} %", f"FIFO {mr('fifo'):.1f} %", "EDF < FIFO"))
 s64, u64 = get("sock", "rtt-64B-procs", "manycore-sock-hybrid", "median"), get("sock", "rtt-64B-procs", "unix", "median")

@@ -32,15 +32,21 @@ pub enum Client {
     CoreAsync,
     /// One outside thread keeping up to `--window` invocations in flight.
     Pipelined,
+    /// One outside thread that gathers each shard's operations into
+    /// batches of `--batch` and sends each batch as one invocation, keeping
+    /// up to `--window` batches in flight: the way to amortise a message
+    /// over many operations (a lock-based map pays its lock per operation).
+    PipelinedBatch,
 }
 
 impl Client {
-    /// All four, in table order.
-    pub const ALL: [Client; 4] = [
+    /// All five, in table order.
+    pub const ALL: [Client; 5] = [
         Client::OutsideSync,
         Client::CoreBlocking,
         Client::CoreAsync,
         Client::Pipelined,
+        Client::PipelinedBatch,
     ];
     /// The first part of its case name, and its `--only` group.
     pub fn name(self) -> &'static str {
@@ -49,6 +55,7 @@ impl Client {
             Client::CoreBlocking => "core-blocking",
             Client::CoreAsync => "core-async",
             Client::Pipelined => "pipelined",
+            Client::PipelinedBatch => "pipelined-batch",
         }
     }
 }
@@ -82,7 +89,7 @@ pub fn clients(client: Client, cores: usize, p: Params) -> usize {
     match client {
         Client::OutsideSync => p.clients,
         Client::CoreBlocking | Client::CoreAsync => cores,
-        Client::Pipelined => 1,
+        Client::Pipelined | Client::PipelinedBatch => 1,
     }
 }
 
@@ -91,8 +98,11 @@ pub fn clients(client: Client, cores: usize, p: Params) -> usize {
 pub struct Params {
     /// Outside threads of [`Client::OutsideSync`].
     pub clients: usize,
-    /// Invocations in flight of [`Client::Pipelined`].
+    /// Invocations in flight of [`Client::Pipelined`] and
+    /// [`Client::PipelinedBatch`].
     pub window: usize,
+    /// Operations per invocation of [`Client::PipelinedBatch`].
+    pub batch: usize,
 }
 
 /// One repetition of a manycore row: a fresh runtime of `cores` cores with
@@ -184,6 +194,11 @@ pub fn run(
             }
             (t0.elapsed(), 1, sum)
         }
+        Client::PipelinedBatch => {
+            let t0 = Instant::now();
+            let sum = batched_client(&shards, &w.ops, p, watch)?;
+            (t0.elapsed(), 1, sum)
+        }
     };
     let mut contents = Vec::with_capacity(keys as usize);
     for s in &shards {
@@ -200,6 +215,49 @@ pub fn run(
         checksum,
         contents: sorted(contents),
     })
+}
+
+/// The batched pipelined client: each shard's operations gather in a batch
+/// of `p.batch`; a full batch goes out as one invocation that applies its
+/// operations in order and returns their folded results, with at most
+/// `p.window` batches in flight (the oldest is waited for first). Order per
+/// key holds: a key's operations go to one shard, in one batch or in
+/// batches sent one after another from this thread (FIFO per sender and
+/// object). The partial batches go out at the end.
+fn batched_client(shards: &Shards, ops: &[Op], p: Params, watch: &Watch) -> Result<u64, String> {
+    let (size, window) = (p.batch.max(1), p.window.max(1));
+    let mut pending: Vec<Vec<Op>> = (0..shards.len()).map(|_| Vec::with_capacity(size)).collect();
+    let mut q: VecDeque<Invocation<u64>> = VecDeque::with_capacity(window);
+    let mut sum = 0u64;
+    let mut send = |s: usize, batch: Vec<Op>, sum: &mut u64| -> Result<(), String> {
+        if q.len() == window {
+            if let Some(inv) = q.pop_front() {
+                *sum = sum.wrapping_add(inv.wait().map_err(|e| format!("invoke: {e}"))?);
+            }
+        }
+        q.push_back(shards[s].invoke(move |m: &mut Map| {
+            batch.iter().fold(0, |acc, op| fold(acc, op.apply(m)))
+        }));
+        Ok(())
+    };
+    for (i, &op) in ops.iter().enumerate() {
+        watch.tick(0, i)?;
+        let s = shard_of(op.key(), shards.len());
+        pending[s].push(op);
+        if pending[s].len() == size {
+            let batch = std::mem::replace(&mut pending[s], Vec::with_capacity(size));
+            send(s, batch, &mut sum)?;
+        }
+    }
+    for (s, batch) in pending.into_iter().enumerate() {
+        if !batch.is_empty() {
+            send(s, batch, &mut sum)?;
+        }
+    }
+    for inv in q {
+        sum = sum.wrapping_add(inv.wait().map_err(|e| format!("invoke: {e}"))?);
+    }
+    Ok(sum)
 }
 
 /// Waits for every client on a core; the sum of their checksums.

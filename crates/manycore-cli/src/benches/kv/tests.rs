@@ -23,6 +23,7 @@ fn every_client_kind_computes_the_same_contents() {
     let p = Params {
         clients: 3,
         window: 8,
+        batch: 5,
     };
     let mut seen = Vec::new();
     for (cores, idle) in [(2, Idle::Hybrid), (3, Idle::Sleep)] {
@@ -93,7 +94,10 @@ fn options_parse() {
     let o = Options::defaults(&BENCH, false);
     let c = Config::new(&o);
     assert!(c.wants("cores-1024"));
-    assert_eq!((c.spec.ops, c.spec.get_pct, c.params.window), (100_000, 80, 64));
+    assert_eq!(
+        (c.spec.ops, c.spec.get_pct, c.params.window, c.params.batch),
+        (100_000, 80, 64, 256)
+    );
     assert_eq!(c.peer_threads(), [2, 4, 16]);
 }
 
@@ -126,6 +130,7 @@ fn a_stalled_row_is_reported_not_waited_for() {
     let p = Params {
         clients: 2,
         window: 4,
+        batch: 3,
     };
     for client in Client::ALL {
         let e = clients::run(client, 2, Idle::Sleep, &w, p, &stopped).unwrap_err();
@@ -142,7 +147,8 @@ fn targets_and_notes_from_records() {
     let recs = vec![
         rec("outside-sync/4c", "manycore-sleep", "median", 2000.0),
         rec("outside-sync/4c", "manycore-hybrid", "median", 2500.0),
-        rec("pipelined/4c", "manycore-hybrid", "throughput", 3.0),
+        rec("pipelined/4c", "manycore-hybrid", "throughput", 0.5),
+        rec("pipelined-batch/4c", "manycore-hybrid", "throughput", 3.0),
         rec("peers/4t", "dashmap", "throughput", 2.0),
         rec("core-async/4c", "manycore-hybrid", "failed", 1.0),
         rec("cores-1024/available", "manycore-sleep", "memory", 100.0),
@@ -155,8 +161,9 @@ fn targets_and_notes_from_records() {
         "- outside-sync/4c: hybrid / best fixed policy, ns per op: 1.25x (target <= 1.5) pass [best fixed: sleep]"
     );
     assert!(line("outside-sync/4c, hybrid").ends_with("2500.00 ns (target <= 3000) pass"));
-    assert!(line("pipelined/4c").contains("1.50x (target >= 1) pass"));
+    assert!(line("pipelined-batch/4c").contains("1.50x (target >= 1) pass"));
     let n = notes(&recs);
+    assert!(n.contains("pipelined/4c (one invocation per operation), hybrid: 0.25x"), "{n}");
     assert!(n.contains("core-async/4c manycore-hybrid stalled"), "{n}");
     assert!(n.contains("cores-1024 skipped: MemAvailable 100 MiB"), "{n}");
     assert_eq!(shapes(&recs), [4]);
