@@ -16,7 +16,11 @@
 //!   same pre-made instances): what core 1 pays to deliver, fire and free
 //!   them, with no cross-core traffic.
 //!
-//! `cargo run --release -p manycore-probes --bin crossq -- [N=100000] [REPS=7] [WAY]`
+//! `drops` (as WAY) runs apart: the handles of `N` instances that core 0
+//! has signalled (and core 1 has fired) dropped on core 0, timed until core
+//! 1 has run a message sent after them; it prints ns per handle.
+//!
+//! `cargo run --release -p manycore-probes --bin crossq -- [N=100000] [REPS=7] [WAY | drops]`
 //!
 //! Prints, per way, the median over the repetitions of ns per operation of
 //! the sender's loop and of the whole stream (first send to last arrival),
@@ -143,7 +147,64 @@ fn once(rt: &Runtime, way: &'static str, n: u64) -> (Duration, Duration) {
     (t1 - t0, t2.saturating_duration_since(t0))
 }
 
+/// The handles of `n` fired instances dropped on core 0, timed until core
+/// 1 has run what core 0 sent after them.
+fn drops_once(rt: &Runtime, n: u64) -> f64 {
+    let (c0, c1) = (rt.core(0).clone(), rt.core(1).clone());
+    let (done_tx, done_rx) = mpsc::channel();
+    let on1 = c1.clone();
+    let receivers = c1
+        .call(move || {
+            LEFT.with(|l| *l.borrow_mut() = Some((n, done_tx)));
+            (0..n)
+                .map(|_| Instance::<u64, User>::new(&on1, 1, |_, _| arrive()).unwrap())
+                .collect::<Vec<_>>()
+        })
+        .wait()
+        .unwrap();
+    let (tx, rx) = mpsc::channel();
+    Instance::<(), User>::new(&c0, 0, move |ctx, _| {
+        for (k, r) in receivers.iter().enumerate() {
+            let _ = ctx.continue_to(r, 0, k as u64);
+        }
+        let _ = tx.send(receivers);
+    })
+    .unwrap();
+    let receivers = rx.recv().unwrap();
+    done_rx.recv_timeout(Duration::from_secs(60)).unwrap();
+    let (t_tx, t_rx) = mpsc::channel();
+    let t_tx2 = t_tx.clone();
+    Instance::<(), User>::new(&c0, 0, move |_, _| {
+        let _ = t_tx.send(Instant::now());
+        drop(receivers);
+    })
+    .unwrap();
+    let c1b = c1.clone();
+    Instance::<(), User>::new(&c0, 0, move |_, _| {
+        let _ = c1b.spawn(move || {
+            let _ = t_tx2.send(Instant::now());
+        });
+    })
+    .unwrap();
+    let t1 = t_rx.recv().unwrap();
+    let t2 = t_rx.recv().unwrap();
+    (t2 - t1).as_nanos() as f64 / n as f64
+}
+
 fn main() {
+    if arg_str(3).is_some_and(|w| w == "drops") {
+        let n: u64 = arg(1, 100_000);
+        let rt = Runtime::builder().cores(2).build().unwrap();
+        let mut v: Vec<f64> = (0..arg(2, 7)).map(|_| drops_once(&rt, n)).collect();
+        v.sort_by(f64::total_cmp);
+        println!(
+            "drops: median {:.1} ns, min {:.1} ns per handle",
+            v[v.len() / 2],
+            v[0]
+        );
+        rt.shutdown();
+        return;
+    }
     let n: u64 = arg(1, 100_000);
     let reps: usize = arg(2, 7);
     let rt = Runtime::builder().cores(2).build().unwrap();
