@@ -10,9 +10,11 @@
 //!   `local_fire` / `flow`, `flow-spawn`, `core-spawn` / `median` (ns per
 //!   firing); `ratio` / `fire flow/core-spawn` / `median` (x).
 //! * `cross`: a stream of cross-core continuation signals against a stream
-//!   of plain `Core::spawn`s, core 0 to core 1 (`overhead.rs`).
-//!   `cross_core` / `flow-signal`, `core-spawn` / `median` (ns per
-//!   operation); `ratio` / `cross flow-signal/core-spawn` / `median` (x).
+//!   of plain `Core::spawn`s, core 0 to core 1, and the same signals made
+//!   on core 1 itself (the owner's share: deliver, fire, free)
+//!   (`overhead.rs`). `cross_core` / `flow-signal`, `flow-local`,
+//!   `core-spawn` / `median` (ns per operation); `ratio` / `cross
+//!   flow-signal/core-spawn`, `cross flow-local/core-spawn` / `median` (x).
 //! * `graph`: a binary reduction tree of 2^(d+1) - 1 nodes, d = 19 (about
 //!   10^6 nodes; 17 with `--secs` below 5, 14 with `--quick`) in flow,
 //!   rayon, dagx and tokio (`graph.rs`). `graph` / `tree` / `count`
@@ -69,7 +71,8 @@ pub const BENCH: Bench = Bench {
     method: "Overhead per fired instance: a chain of instances on one core (each body \
              creates the next with one input and signals it) against the runtime's own local \
              `Core::spawn` chain; a stream of cross-core signals to instances waiting on core 1 \
-             against a stream of plain `Core::spawn`s (batch driver, --secs shared by these, \
+             against a stream of plain `Core::spawn`s and the same signals made on core 1 \
+             itself, the owner's share (batch driver, --secs shared by these, \
              the cross-core rows and the reactor rows; rows interleaved, --reps repetitions, \
              medians). A binary reduction tree of 2^20 - 1 nodes (2^18 - 1 with --secs below 5, \
              2^15 - 1 with --quick; at most 3 repetitions), every node a task, in flow, rayon::scope, dagx (built and run on tokio) and \
@@ -324,16 +327,22 @@ fn fire(o: &Options, progress: &Progress, out: &mut Vec<Record>) {
 
 /// Cross-core signals against plain spawns, core 0 to core 1.
 fn cross(o: &Options, progress: &Progress, out: &mut Vec<Record>) {
-    let rows = [("flow-signal", true), ("core-spawn", false)]
+    let rows = overhead::Cross::ALL
         .into_iter()
-        .map(|(name, flow)| -> (&'static str, RtBatch) {
+        .map(|how| -> (&'static str, RtBatch) {
             (
-                name,
-                Box::new(move |rt, n| overhead::cross_stream(rt, flow, n)),
+                how.name(),
+                Box::new(move |rt, n| overhead::cross_stream(rt, how, n)),
             )
         })
         .collect();
     runtime_part(o, progress, out, ("cross", "cross_core", 2), rows);
+    // The owner's share alone, against the same spawns.
+    let r = ratio(
+        find(out, "cross_core", "flow-local", "median"),
+        find(out, "cross_core", "core-spawn", "median"),
+    );
+    out.extend(r.map(|r| BENCH.record("ratio", "cross flow-local/core-spawn", "median", r, "x")));
 }
 
 /// A part whose rows run batches on one runtime of its own: `(part, case,
@@ -790,6 +799,12 @@ fn notes(recs: &[Record]) -> String {
             "- fig5: (2,2) not run: it needs 4 CPUs (2 cores, 2 spinning devices) and the \
              original CPU set has {}; `--oversubscribe` runs it anyway.\n",
             cpu_count()
+        ));
+    }
+    if let Some(r) = find(recs, "ratio", "cross flow-local/core-spawn", "median") {
+        s.push_str(&format!(
+            "- cross: the same signals made on the owner core (its share: deliver, fire, \
+             free) / Core::spawn: {r:.2}x.\n"
         ));
     }
     if let Some(r) = find(recs, "ratio", "reactor flow-epoll/epoll-2threads", "median") {

@@ -1,6 +1,7 @@
 //! The overhead of a fired instance: a chain of firings on one core (each
 //! body creates the next instance and signals it), and a stream of
-//! cross-core signals against a stream of plain `Core::spawn`s.
+//! cross-core signals against the same signals made on the owner core and
+//! a stream of plain `Core::spawn`s.
 
 use std::cell::RefCell;
 use std::sync::mpsc;
@@ -135,15 +136,45 @@ fn arrive() {
     });
 }
 
-/// A stream of `n` cross-core operations from core 0 to core 1 of `rt`:
-/// continuation signals to instances waiting on core 1 (`flow`, created
-/// there beforehand, untimed), or plain `Core::spawn`s of a closure
-/// carrying the same value. Timed from the first send on core 0 to the
-/// last arrival on core 1.
-pub fn cross_stream(rt: &Runtime, flow: bool, n: u64) -> Result<Duration, String> {
+/// What a stream of the `cross` part sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cross {
+    /// Continuation signals from core 0 to instances waiting on core 1.
+    Signal,
+    /// The same signals to the same kind of instances, made on core 1
+    /// itself: the owner's share of a signal (deliver, fire, free), with
+    /// nothing crossing cores.
+    Local,
+    /// Plain `Core::spawn`s from core 0 to core 1.
+    CoreSpawn,
+}
+
+impl Cross {
+    /// Every kind, in the order the rows run (the ratio row divides the
+    /// first by the last).
+    pub const ALL: [Cross; 3] = [Cross::Signal, Cross::Local, Cross::CoreSpawn];
+
+    /// The record's impl name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cross::Signal => "flow-signal",
+            Cross::Local => "flow-local",
+            Cross::CoreSpawn => "core-spawn",
+        }
+    }
+}
+
+/// A stream of `n` operations to core 1 of `rt`: continuation signals to
+/// instances waiting on core 1 (created there beforehand, untimed), sent
+/// from core 0 ([`Cross::Signal`]) or from core 1 itself
+/// ([`Cross::Local`]), or plain `Core::spawn`s from core 0 of a closure
+/// carrying the same value. Timed from the first send to the last arrival
+/// on core 1.
+pub fn cross_stream(rt: &Runtime, how: Cross, n: u64) -> Result<Duration, String> {
     let (c0, c1) = (rt.core(0).clone(), rt.core(1).clone());
     let (done_tx, done_rx) = mpsc::channel::<Instant>();
     let on1 = c1.clone();
+    let flow = how != Cross::CoreSpawn;
     let receivers = c1
         .call(move || {
             SINK.with(|s| {
@@ -164,7 +195,8 @@ pub fn cross_stream(rt: &Runtime, flow: bool, n: u64) -> Result<Duration, String
         .wait()
         .map_err(|e| format!("arming core 1: {e}"))??;
     let (start_tx, start_rx) = mpsc::channel::<Instant>();
-    let started = Instance::<(), User>::new(&c0, 0, move |ctx, _| {
+    let from = if how == Cross::Local { c1.clone() } else { c0 };
+    let started = Instance::<(), User>::new(&from, 0, move |ctx, _| {
         let t0 = Instant::now();
         if flow {
             for (k, r) in receivers.into_iter().enumerate() {
@@ -196,8 +228,8 @@ mod tests {
         for how in Local::ALL {
             assert!(local_chain(&rt, how, 1000).is_ok(), "{how:?}");
         }
-        for flow in [true, false] {
-            assert!(cross_stream(&rt, flow, 1000).is_ok(), "{flow}");
+        for how in Cross::ALL {
+            assert!(cross_stream(&rt, how, 1000).is_ok(), "{how:?}");
         }
         rt.shutdown();
     }
