@@ -116,9 +116,6 @@ fn join_context_neither() {
 }
 
 #[test]
-#[ignore = "not applicable: `a` blocks on a barrier without reaching a join, and under \
-            MuSE's lazy promotion `b` moves only at the owner's ticks (or to a thief that \
-            asked before the join): Rayon's eager deque would let it be stolen"]
 fn join_context_second() {
     use std::sync::Barrier;
 

@@ -29,6 +29,12 @@
 //!   and rings its doorbell; between ticks, a recorded join serves demand at
 //!   once while the worker is *eager*. Every few ticks the *heartbeat* polls
 //!   the worker's messages.
+//! * A worker of a [`ThreadPool`] that has waited for work for a while
+//!   *kicks* a busy one (a real-time signal, at most every few hundred
+//!   microseconds, backing off to 10 ms): its handler promotes latent
+//!   frames as a tick would, so that work also leaves a worker that runs a
+//!   long loop or blocks inside a join without joining again.
+//!   `MANYCORE_KICK=0` turns kicks off.
 //! * The owner of a promoted frame, back at its join, takes the frame back if
 //!   the thief has not started it yet, otherwise it waits for it while running
 //!   work handed to it (the thief serves the waiting owner's demand in turn:

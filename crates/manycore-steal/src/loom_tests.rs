@@ -237,3 +237,49 @@ fn scope_body_waits_for_its_spawn() {
         drop(pool);
     });
 }
+
+#[test]
+fn kick_moves_the_b_of_a_blocked_a() {
+    // Rayon's `join_context_second`: `a` waits for something that only `b`
+    // does, and reaches no join meanwhile. The idle worker kicks the busy
+    // one before it sleeps (a kick is a flag here; `deliver_kick` in `a`'s
+    // loop stands for the signal landing at that point); the kicked
+    // worker's handler promotes `b` to it, unless the join's own tick (if
+    // the thief asked before it) already has. Checks that `a` always ends
+    // (no lost demand, kick or wake-up) and that kicks did move `b`.
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    static KICKED: AtomicUsize = AtomicUsize::new(0);
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    model(|| {
+        let pool = ThreadPool::builder()
+            .workers(2)
+            .max_sequential(1)
+            .caller_is_worker0()
+            .kicking()
+            .build();
+        let done = loom::sync::atomic::AtomicBool::new(false);
+        let r = pool.install_here(|| {
+            join(
+                || {
+                    while !done.load(std::sync::atomic::Ordering::Acquire) {
+                        crate::pool::deliver_kick();
+                        loom::thread::yield_now();
+                    }
+                    1
+                },
+                || {
+                    done.store(true, std::sync::atomic::Ordering::Release);
+                    2
+                },
+            )
+        });
+        assert_eq!(r, (1, 2));
+        let s = pool.stats();
+        assert!(s.promotions > s.reclaims, "b ran on the other worker");
+        RUNS.fetch_add(1, Relaxed);
+        KICKED.fetch_add((s.kicks > 0) as usize, Relaxed);
+        drop(pool);
+    });
+    println!("runs {RUNS:?} kicked {KICKED:?}");
+    assert!(KICKED.load(Relaxed) > 0);
+}

@@ -46,6 +46,9 @@ pub struct ThreadPoolBuilder {
     /// Loom models: worker 0 is the thread that calls `install_here`.
     #[cfg(loom)]
     caller_worker: bool,
+    /// Loom models: waiting workers kick busy ones (always on otherwise).
+    #[cfg(loom)]
+    kicks: bool,
 }
 
 impl fmt::Debug for ThreadPoolBuilder {
@@ -76,6 +79,8 @@ impl Default for ThreadPoolBuilder {
             panic_handler: None,
             #[cfg(loom)]
             caller_worker: false,
+            #[cfg(loom)]
+            kicks: false,
         }
     }
 }
@@ -228,6 +233,14 @@ impl ThreadPoolBuilder {
         let mut p =
             Pool::new(n, Box::new(NoHost), self.wait_spin).with_max_sequential(self.max_sequential);
         p.panic_handler = self.panic_handler.clone();
+        #[cfg(not(loom))]
+        {
+            p.kicks = raw::kicks_enabled();
+        }
+        #[cfg(loom)]
+        {
+            p.kicks = self.kicks;
+        }
         let pool = Arc::new(p);
         #[cfg(loom)]
         let mut threads = Vec::new();
@@ -271,6 +284,13 @@ impl ThreadPoolBuilder {
     #[cfg(all(loom, test))]
     pub(crate) fn caller_is_worker0(mut self) -> Self {
         self.caller_worker = true;
+        self
+    }
+
+    /// Loom models: waiting workers kick busy ones.
+    #[cfg(all(loom, test))]
+    pub(crate) fn kicking(mut self) -> Self {
+        self.kicks = true;
         self
     }
 
@@ -404,8 +424,10 @@ impl WorkerThread {
 fn idle_loop(pool: &Arc<Pool>, me: usize, spin: Duration) {
     pool::bind(pool, me);
     let ec = &pool.worker(me).ec;
+    let mut kicker = pool::Kicker::new(std::time::Instant::now());
     loop {
         if Pool::on_idle(pool, me) {
+            kicker.reset(std::time::Instant::now());
             continue;
         }
         // Exit once the handle is gone and nothing is left to run here.
@@ -426,7 +448,7 @@ fn idle_loop(pool: &Arc<Pool>, me: usize, spin: Duration) {
             ec.cancel_wait();
             continue;
         }
-        ec.wait(key);
+        pool.sleep_kicking(me, key, &mut kicker, None);
     }
     if let Some(j) = pool.withdraw(me) {
         // Cannot happen once every install has returned; run it to be safe.

@@ -41,6 +41,11 @@ pub(crate) fn bind(pool: &Arc<Pool>, me: usize) {
         if !matches!(&*b.0.borrow(), Some((p, i)) if Arc::ptr_eq(p, pool) && *i == me) {
             if me < pool.len() {
                 pool.workers[me].steer.set_tid();
+                #[cfg(not(loom))]
+                pool.workers[me].tid.store(
+                    manycore_sync::cpu::thread_id(),
+                    manycore_sync::atomic::Ordering::Relaxed,
+                );
             }
             b.set(Some((pool.clone(), me)));
         }
@@ -49,7 +54,14 @@ pub(crate) fn bind(pool: &Arc<Pool>, me: usize) {
 
 /// Undoes [`bind`], returning the previous binding.
 pub(crate) fn unbind() -> Option<(Arc<Pool>, usize)> {
-    BOUND.with(|b| b.set(None))
+    let prev = BOUND.with(|b| b.set(None));
+    if let Some((p, me)) = &prev {
+        // Nobody kicks this thread for the pool any more.
+        p.workers[*me]
+            .tid
+            .store(0, manycore_sync::atomic::Ordering::Relaxed);
+    }
+    prev
 }
 
 /// Restores a binding returned by [`unbind`].

@@ -85,7 +85,7 @@ pub(crate) fn tick(local: &Local) {
     }
     if let Some((p, me)) = local.pool() {
         p.withdraw_stale(me);
-        p.serve(local.head.get(), me, local.handback.replace(0));
+        p.serve(local, me, local.handback.replace(0));
     }
     local.eager.set(true);
 }

@@ -25,6 +25,7 @@
 mod binding;
 mod demand;
 mod heartbeat;
+mod kick;
 mod poll_gap;
 mod promotion;
 mod queues;
@@ -38,6 +39,11 @@ pub(crate) use binding::{bind, current, unbind};
 pub(crate) use demand::mark_hungry;
 pub(crate) use heartbeat::tick;
 pub use heartbeat::{max_sequential, set_max_sequential, DEFAULT_MAX_SEQUENTIAL, HEARTBEAT_PERIOD};
+#[cfg(all(loom, test))]
+pub(crate) use kick::deliver_kick;
+#[cfg(not(loom))]
+pub(crate) use kick::on_kick;
+pub(crate) use kick::Kicker;
 #[cfg(feature = "internals")]
 pub use poll_gap::{max_poll_gap, measure_poll_gaps};
 pub(crate) use promotion::serve_if_hungry;
@@ -47,7 +53,7 @@ pub(crate) use wait::{wait_stolen, wait_until};
 
 use crate::raw::{self, FifoQueue, JobRef, Local, Mailbox, Stolen};
 use demand::Demand;
-use manycore_sync::atomic::{AtomicBool, AtomicUsize};
+use manycore_sync::atomic::{AtomicBool, AtomicI32, AtomicUsize};
 use manycore_sync::{Arc, CachePadded, EventCount, Mutex};
 use stats::Counters;
 use std::any::Any;
@@ -94,6 +100,12 @@ pub(crate) struct WorkerShared {
     /// How many jobs `broadcasts` holds (counted under its lock): one load
     /// tells the worker whether to look.
     bcast_queued: AtomicUsize,
+    /// The worker's kernel thread id (0: unknown), for kicks (`kick`).
+    /// Stored by the worker when it is bound; a hint for kickers.
+    tid: AtomicI32,
+    /// Loom models: a kick sent and not yet delivered (`kick`).
+    #[cfg(loom)]
+    kicked: AtomicBool,
 }
 
 /// Called with the payload of a panic in a `'static` spawned job.
@@ -121,6 +133,9 @@ pub(crate) struct Pool {
     stop: AtomicBool,
     /// Called with a `'static` spawn's panic; none: the process aborts.
     pub(crate) panic_handler: Option<PanicHandler>,
+    /// Whether waiting workers kick busy ones (`kick`): built-in pools
+    /// (unless `MANYCORE_KICK=0`); loom models that ask for it.
+    pub(crate) kicks: bool,
 }
 
 impl std::fmt::Debug for Pool {
@@ -150,6 +165,7 @@ impl Pool {
             queued: CachePadded::new(AtomicUsize::new(0)),
             stop: AtomicBool::new(false),
             panic_handler: None,
+            kicks: false,
         }
     }
 

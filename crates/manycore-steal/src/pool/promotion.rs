@@ -16,7 +16,27 @@ impl Pool {
     /// served it (`publish_demand` races with us): a victim that claims such
     /// a stale bit fails its CAS (the mailbox holds a job or is EMPTY) and
     /// puts its frame back, as for a thief that withdrew.
-    pub(crate) fn serve(&self, start: *const JobHeader, me: usize, handback: u64) {
+    ///
+    /// Masks the kick handler (`raw::kick`) meanwhile: it must not promote
+    /// a frame between this serve's finding and promoting it, nor while it
+    /// puts one back.
+    pub(crate) fn serve(&self, local: &Local, me: usize, handback: u64) {
+        let _masked = local.mask();
+        self.serve_chain(local.head(), me, handback, true);
+    }
+
+    /// The kick handler's serve (`raw::kick`): the handler has interrupted
+    /// worker `me`, unmasked, whose chain starts at `start`; it serves
+    /// demand bits only (the handback list is the interrupted code's), and
+    /// steers nobody (steering allocates; the thief that kicked is awake).
+    /// Runs in a signal handler: no allocation, no lock, no panic.
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn serve_kicked(&self, local: &Local, start: *const JobHeader, me: usize) {
+        let _masked = local.mask();
+        self.serve_chain(start, me, 0, false);
+    }
+
+    fn serve_chain(&self, start: *const JobHeader, me: usize, handback: u64, steer: bool) {
         let mut direct = handback & !(1u64 << me);
         let mut served = 0u64;
         while direct != 0 {
@@ -44,7 +64,7 @@ impl Pool {
             if !self.hungry.claim(t) {
                 continue; // another victim claimed this thief
             }
-            self.hand_over(job, me, t, true);
+            self.hand_over(job, me, t, steer);
         }
     }
 
@@ -90,5 +110,5 @@ pub(crate) fn serve_if_hungry(local: &Local) {
 #[inline(never)]
 fn serve_now(p: &Pool, local: &Local, me: usize) {
     local.eager.set(false);
-    p.serve(local.head.get(), me, local.handback.replace(0));
+    p.serve(local, me, local.handback.replace(0));
 }

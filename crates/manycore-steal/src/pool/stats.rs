@@ -12,6 +12,7 @@ pub(crate) struct Counters {
     handbacks: AtomicU64,
     reclaims: AtomicU64,
     steered: AtomicU64,
+    kicks: AtomicU64,
 }
 
 impl Counters {
@@ -34,6 +35,11 @@ impl Counters {
     #[inline]
     pub(crate) fn bump_reclaims(&self) {
         Self::bump(&self.reclaims);
+    }
+
+    #[inline]
+    pub(crate) fn bump_kicks(&self) {
+        Self::bump(&self.kicks);
     }
 
     #[cfg(not(loom))]
@@ -60,6 +66,9 @@ pub struct StealStats {
     /// Hand-overs to a sleeping thief that was kept off the handing worker's
     /// CPU, so that the two run in parallel (never for pinned workers).
     pub steered: u64,
+    /// Signals sent by waiting workers to busy ones, whose handler then
+    /// promoted latent work if they had any (see the crate's README).
+    pub kicks: u64,
 }
 
 impl Pool {
@@ -71,6 +80,7 @@ impl Pool {
             s.handbacks += c.handbacks.load(Ordering::Relaxed);
             s.reclaims += c.reclaims.load(Ordering::Relaxed);
             s.steered += c.steered.load(Ordering::Relaxed);
+            s.kicks += c.kicks.load(Ordering::Relaxed);
         }
         s
     }

@@ -58,6 +58,8 @@ pub(crate) fn wait_stolen(local: &Local, job: &JobHeader, thief: usize) -> bool 
 pub(crate) fn wait_until(local: &Local, done: &dyn Fn() -> bool) {
     let (pool, me) = local.pool().expect("a waiting worker is bound");
     let ec = &pool.workers[me].ec;
+    // Created at the first sleep: the wait for work starts then.
+    let mut kicker: Option<super::Kicker> = None;
     let mut spin = SpinBudget::new(if cfg!(loom) {
         Duration::ZERO
     } else {
@@ -72,6 +74,7 @@ pub(crate) fn wait_until(local: &Local, done: &dyn Fn() -> bool) {
         if let Some(w) = pool.find_work(me) {
             pool.run_work(me, w, local);
             spin.reset();
+            kicker = None;
             continue;
         }
         pool.register(me);
@@ -84,13 +87,10 @@ pub(crate) fn wait_until(local: &Local, done: &dyn Fn() -> bool) {
             ec.cancel_wait();
             continue;
         }
-        #[cfg(loom)]
-        ec.wait(key);
-        #[cfg(not(loom))]
-        {
-            // Bounded so that messages are still polled while we wait.
-            let _ = ec.wait_timeout(key, Duration::from_millis(1));
-        }
+        // Bounded so that messages are still polled while we wait; kicks a
+        // busy worker (probably our thief, in a long leaf) now and then.
+        let kicker = kicker.get_or_insert_with(|| super::Kicker::new(std::time::Instant::now()));
+        pool.sleep_kicking(me, key, kicker, Some(Duration::from_millis(1)));
         spin.reset();
     }
     if let Some(j) = pool.withdraw(me) {

@@ -22,9 +22,9 @@ where
     B: FnOnce(bool) -> RB + Send,
     RB: Send,
 {
-    let prev = local.head.get();
+    let prev = local.head();
     let frame = Frame::new(b, prev);
-    local.head.set(&frame.header);
+    local.link(&frame.header);
     // If `a` (or the tick) unwinds, the guard finishes the frame (runs `b`,
     // or waits for the thief that has it) before the frame goes away. Not
     // `catch_unwind`: it would hand `a` over through memory (see
@@ -42,7 +42,7 @@ where
     }
     let ra = a();
     std::mem::forget(guard);
-    local.head.set(prev);
+    local.unlink(prev);
     // Acquire; pairs with the Release store of `DONE` in `run_frame`.
     if frame.header.state.load(Ordering::Acquire) == LATENT {
         // SAFETY: never published (still latent), so the owner owns `b`; taken once.
@@ -86,7 +86,7 @@ where
     B: FnOnce(bool) -> RB + Send,
     RB: Send,
 {
-    local.head.set(frame.header.prev);
+    local.unlink(frame.header.prev);
     let _ = panic::catch_unwind(AssertUnwindSafe(|| {
         // Acquire; pairs with the Release store of `DONE` in `run_frame`.
         let state = frame.header.state.load(Ordering::Acquire);

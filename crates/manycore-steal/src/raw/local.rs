@@ -5,6 +5,10 @@ use super::frame::JobHeader;
 use crate::pool::Pool;
 use std::cell::Cell;
 use std::ptr;
+// Std atomics, not manycore_sync's: these two are read by this thread's own
+// kick handler (`raw::kick`), never by another thread, so loom has nothing
+// to interleave on them.
+use std::sync::atomic::{compiler_fence, AtomicBool, AtomicPtr, Ordering};
 
 /// Per-thread, owner-only state: the head of the chain of recorded frames,
 /// the tick counters and a cached pointer to the pool the thread works for.
@@ -17,7 +21,18 @@ pub(crate) struct Local {
     /// `prev` after (also when `a` unwinds). All its frames belong to the
     /// pool the thread works for: `install` runs on the target pool's own
     /// workers.
-    pub(crate) head: Cell<*const JobHeader>,
+    ///
+    /// Also read by the kick handler (`raw::kick`), which interrupts this
+    /// thread: an atomic accessed Relaxed (a plain load or store), ordered
+    /// against the frame's fields by compiler fences (see `link` and
+    /// `unlink`), which emit no instruction.
+    head: AtomicPtr<JobHeader>,
+    /// True while this thread runs code that the kick handler must not
+    /// interrupt with a promotion: a serve (which promotes and puts back
+    /// frames of the chain itself) and a change of the binding. The handler
+    /// then does nothing; the interrupted code serves anyway, or the
+    /// kicker kicks again.
+    masked: AtomicBool,
     /// Depth of the plain `join` running on this thread, saturated at
     /// `LATENT_WINDOW` so that joins below it only read it (0: the root of a
     /// tree). Set one deeper by a recorded join's `DepthGuard`; saved and
@@ -72,9 +87,56 @@ pub(crate) struct Local {
 }
 
 impl Local {
+    /// The newest recorded frame (owner only).
+    #[inline(always)]
+    pub(crate) fn head(&self) -> *const JobHeader {
+        self.head.load(Ordering::Relaxed)
+    }
+
+    /// Links `frame` (fully written) as the chain's new head. The compiler
+    /// fence keeps the frame's stores before the head's: the kick handler,
+    /// interrupting anywhere after, sees a whole frame. No instruction.
+    #[inline(always)]
+    pub(crate) fn link(&self, frame: *const JobHeader) {
+        compiler_fence(Ordering::Release);
+        self.head.store(frame.cast_mut(), Ordering::Relaxed);
+    }
+
+    /// Restores the head to `prev` (unlinking the frame whose `a` returned
+    /// or unwound). The compiler fence keeps the store before the caller's
+    /// next load of the frame's `state`: a kick handler that runs after that
+    /// load no longer finds the frame, and one that runs before it has
+    /// promoted the frame where the load sees it. No instruction.
+    #[inline(always)]
+    pub(crate) fn unlink(&self, prev: *const JobHeader) {
+        self.head.store(prev.cast_mut(), Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+    }
+
+    /// Masks the kick handler until the guard is dropped (nests). A load
+    /// and a store, not a swap: only this thread writes the flag, and a
+    /// handler that runs between the two sees it unmasked and leaves it so.
+    #[inline]
+    pub(crate) fn mask(&self) -> MaskGuard<'_> {
+        let was = self.masked.load(Ordering::Relaxed);
+        self.masked.store(true, Ordering::Relaxed);
+        compiler_fence(Ordering::SeqCst);
+        MaskGuard { local: self, was }
+    }
+
+    /// The kick handler's view: the chain's head, unless masked.
+    #[inline]
+    #[cfg_attr(loom, allow(dead_code))]
+    pub(crate) fn head_if_unmasked(&self) -> Option<*const JobHeader> {
+        let masked = self.masked.load(Ordering::Relaxed);
+        compiler_fence(Ordering::Acquire);
+        (!masked).then(|| self.head())
+    }
+
     pub(crate) const fn new() -> Self {
         Self {
-            head: Cell::new(ptr::null()),
+            head: AtomicPtr::new(ptr::null_mut()),
+            masked: AtomicBool::new(false),
             depth: Cell::new(0),
             beat: Cell::new(0),
             ticks: Cell::new(1),
@@ -112,16 +174,39 @@ loom::thread_local! {
     static LOCAL: Local = Local::new();
 }
 
+/// Runs `f` with this thread's [`Local`] unless it is gone (the kick
+/// handler: it must not panic).
+#[cfg(not(loom))]
+pub(crate) fn try_with_local(f: impl FnOnce(&Local)) -> Result<(), std::thread::AccessError> {
+    LOCAL.try_with(f)
+}
+
 /// Runs `f` with this thread's [`Local`].
 #[inline(always)]
 pub(crate) fn with_local<R>(f: impl FnOnce(&Local) -> R) -> R {
     LOCAL.with(f)
 }
 
+/// Unmasks the kick handler (or leaves it masked if it was before).
+pub(crate) struct MaskGuard<'a> {
+    local: &'a Local,
+    was: bool,
+}
+
+impl Drop for MaskGuard<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        compiler_fence(Ordering::SeqCst);
+        self.local.masked.store(self.was, Ordering::Relaxed);
+    }
+}
+
 /// Sets this thread's cached pool pointer (invariant B: called by the binding
 /// whenever it changes). A no-op while the thread-local is being destroyed.
 pub(crate) fn set_pool(pool: *const Pool, me: usize) {
     let _ = LOCAL.try_with(|l| {
+        // The kick handler reads the pool and the index together.
+        let _masked = l.mask();
         l.pool.set(pool);
         l.me.set(me);
         l.handback.set(0);
@@ -163,3 +248,7 @@ impl Drop for DepthGuard<'_> {
         self.local.depth.set(self.depth);
     }
 }
+
+// The kick handler reads `Local` until the thread is gone: its slot must
+// need no destructor (which would end its life earlier).
+const _: () = assert!(!std::mem::needs_drop::<Local>());

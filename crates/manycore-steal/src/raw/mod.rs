@@ -5,7 +5,9 @@
 //! it on a thief, and the unrecorded join's unwinding guard (`unrecorded`);
 //! jobs that live outside a join's frame (`job`: heap jobs, stack jobs run
 //! by another thread while their owner waits, latches) and Rayon's scopes
-//! (`scope`), whose spawned closures borrow from the scope's owner.
+//! (`scope`), whose spawned closures borrow from the scope's owner; and the
+//! kick's signal and handler (`kick`), which promotes latent frames on a
+//! worker that a waiting worker interrupted.
 //! `README.md` in `src/` describes the protocol.
 //!
 //! Invariants the `SAFETY` comments below rely on:
@@ -41,10 +43,19 @@
 //!   does not end before its count of unfinished work reached zero. The one
 //!   that sets a latch copies what it needs to wake the waiter before the
 //!   waiter can see it set, and touches it no more.
+//! * **K (kicks).** The kick handler (`kick`) runs on the thread whose chain
+//!   it walks, so L2 holds; it acts only while `Local::masked` is clear
+//!   (a serve, which promotes and puts back frames itself, and a change of
+//!   the binding set it), and then only on frames that are linked: `link`
+//!   stores the head after the frame is written and `unlink` restores it
+//!   before the join loads `state` (compiler fences; a signal lands between
+//!   two instructions, and a thread sees its own stores in program order).
+//!   A frame the handler promoted is therefore one the join finds promoted.
 
 mod frame;
 mod job;
 mod join;
+mod kick;
 mod local;
 mod mailbox;
 mod scope;
@@ -57,6 +68,8 @@ pub(crate) use frame::{
 pub(crate) use job::Handoff;
 pub(crate) use job::{heap_job, run_all_elsewhere, run_elsewhere, FifoQueue, JobRef, Waiter};
 pub(crate) use join::join;
+#[cfg(not(loom))]
+pub(crate) use kick::{enabled as kicks_enabled, kick};
 pub(crate) use local::{set_pool, with_local, with_local_flat, DepthGuard, Local};
 pub(crate) use mailbox::{Mailbox, Stolen, EMPTY, HUNGRY};
 pub(crate) use scope::{run_scope, run_scope_fifo};
