@@ -16,8 +16,8 @@ use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 
 /// A core publishes a batch of deferred messages to one destination once
-/// it holds this many cells (16 small messages: four cache lines).
-const PUBLISH_CELLS: usize = 16;
+/// it holds this many cells (64 small messages: sixteen cache lines).
+const PUBLISH_CELLS: usize = 64;
 /// A sender retries its spill queue for a destination every this many spills.
 const SPILL_RETRY: usize = 32;
 /// First and last pause of a core that waits for room and has nothing to
