@@ -27,12 +27,19 @@
 //! Capacity is a power of two (requests are rounded up; at least 2). With a
 //! payload of up to 56 bytes (align at most 8) a slot is exactly one 64-byte line.
 //!
-//! All of the crate's `unsafe` code is in `raw.rs`, with the protocol and
-//! why it is sound; the loom models are in `loom_tests.rs`.
+//! [`packed`] is the other ring of the crate, the one manycore's runtime
+//! sends its messages through: records of one to four 16-byte cells (four
+//! small messages to a line), written by the producer and published in
+//! batches by one store of its index, when the producer chooses.
+//!
+//! All of the crate's `unsafe` code is in `raw/` (`raw/mod.rs` for this
+//! ring, `raw/packed.rs` for the packed one), with each protocol and why it
+//! is sound; the loom models are in `loom_tests.rs`.
 //! `examples/spsc.rs` passes values between two threads.
 
 #![warn(missing_docs)]
 
+pub mod packed;
 mod raw;
 
 pub use raw::{Consumer, Producer};

@@ -58,3 +58,119 @@ proptest! {
         }
     }
 }
+
+/// A record of the packed ring's tests: `cells` cells (1 to 4), an id, and
+/// up to six more words, each derived from the id, in the cells it takes.
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Rec {
+    cells: u64,
+    id: u64,
+    more: std::mem::MaybeUninit<[u64; 6]>,
+}
+
+// SAFETY: `cells_from` reads the first word; `cells` is kept in 1..=4 and
+// a Rec is 64 bytes, so its words past `cells` cells are never read (they
+// are a MaybeUninit).
+unsafe impl packed::Packed for Rec {
+    unsafe fn cells_from(p: *const Self) -> usize {
+        // SAFETY: the caller gives a Rec whose first cell is written.
+        unsafe { (*p).cells as usize }
+    }
+}
+
+impl Rec {
+    fn new(cells: u64, id: u64) -> Self {
+        let mut more = [0u64; 6];
+        for (k, w) in more.iter_mut().enumerate() {
+            *w = id.wrapping_mul(31).wrapping_add(k as u64);
+        }
+        Rec {
+            cells,
+            id,
+            more: std::mem::MaybeUninit::new(more),
+        }
+    }
+
+    /// The words this record carries (those of its own cells).
+    fn words(&self) -> Vec<u64> {
+        let n = (self.cells as usize * 2 - 2).min(6);
+        let p = self.more.as_ptr().cast::<u64>();
+        // SAFETY: the first `n` words of `more` lie in the record's cells,
+        // which the ring copied from an initialised value.
+        (0..n).map(|k| unsafe { p.add(k).read() }).collect()
+    }
+}
+
+#[test]
+fn packed_small_records_share_lines() {
+    let (mut tx, mut rx) = packed::channel::<Rec>(16).unwrap();
+    assert_eq!(tx.capacity(), 16);
+    // A push needs room for the largest record (4 cells): 13 one-cell
+    // records fit in 16 cells.
+    for id in 0..13 {
+        assert!(tx.try_push(Rec::new(1, id)).is_ok());
+    }
+    assert!(tx.is_full());
+    assert!(tx.try_push(Rec::new(1, 99)).is_err());
+    assert_eq!(tx.unpublished(), 13);
+    assert!(rx.is_empty() && rx.try_pop().is_none());
+    assert!(tx.publish());
+    assert!(!tx.publish());
+    for id in 0..13 {
+        assert_eq!(rx.try_pop().map(|r| r.id), Some(id));
+    }
+    assert!(rx.is_empty());
+}
+
+proptest! {
+    /// The packed ring is a FIFO of published records: for any sequence of
+    /// pushes (1 to 4 cells), publishes and pops, a pop returns the oldest
+    /// published record with every word of its cells intact (also when it
+    /// runs into the shadow cells past the end), a push succeeds exactly
+    /// when the largest record would fit, and the counts of unpublished
+    /// cells and of the space match a model.
+    #[test]
+    fn packed_matches_model(
+        cap in 8usize..40,
+        ops in proptest::collection::vec((0u8..3, 1u64..5), 0..500),
+    ) {
+        let (mut tx, mut rx) = packed::channel::<Rec>(cap).unwrap();
+        let real = tx.capacity();
+        prop_assert!(real.is_power_of_two() && real >= cap && real >= 8);
+        let mut published: VecDeque<Rec> = VecDeque::new();
+        let mut pending: VecDeque<Rec> = VecDeque::new();
+        let (mut used, mut next) = (0usize, 0u64);
+        for (op, cells) in ops {
+            match op {
+                0 => {
+                    let r = tx.try_push(Rec::new(cells, next));
+                    if used + 4 <= real {
+                        prop_assert!(r.is_ok());
+                        pending.push_back(Rec::new(cells, next));
+                        used += cells as usize;
+                        next += 1;
+                    } else {
+                        prop_assert!(r.is_err());
+                    }
+                }
+                1 => {
+                    prop_assert_eq!(tx.publish(), !pending.is_empty());
+                    published.extend(pending.drain(..));
+                }
+                _ => {
+                    let got = rx.try_pop();
+                    let want = published.pop_front();
+                    prop_assert_eq!(got.map(|r| (r.cells, r.id)), want.map(|r| (r.cells, r.id)));
+                    if let (Some(g), Some(w)) = (got, want) {
+                        prop_assert_eq!(g.words(), w.words());
+                        used -= g.cells as usize;
+                    }
+                }
+            }
+            prop_assert_eq!(tx.unpublished(), pending.iter().map(|r| r.cells as usize).sum::<usize>());
+            prop_assert_eq!(rx.is_empty(), published.is_empty());
+            prop_assert_eq!(tx.is_full(), used + 4 > real);
+        }
+    }
+}

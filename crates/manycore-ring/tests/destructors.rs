@@ -32,3 +32,46 @@ fn leftovers_dropped_once() {
         assert_eq!(drops.load(Ordering::SeqCst), pre + left);
     }
 }
+
+/// A one-cell record of the packed ring that counts its drops.
+struct PCounted(Arc<AtomicUsize>);
+impl Drop for PCounted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+// SAFETY: 8 bytes, one cell, always; `cells_from` reads nothing.
+unsafe impl manycore_ring::packed::Packed for PCounted {
+    unsafe fn cells_from(_: *const Self) -> usize {
+        1
+    }
+}
+
+#[test]
+fn packed_leftovers_dropped_once() {
+    for (pre, left, publish) in [0usize, 3, 13]
+        .into_iter()
+        .flat_map(|p| (0..=8usize).map(move |l| (p, l)))
+        .flat_map(|(p, l)| [(p, l, false), (p, l, true)])
+    {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (mut tx, mut rx) = manycore_ring::packed::channel::<PCounted>(8).unwrap();
+        for _ in 0..pre {
+            assert!(tx.try_push(PCounted(drops.clone())).is_ok());
+            tx.publish();
+            drop(rx.try_pop().unwrap());
+        }
+        for _ in 0..left.min(4) {
+            assert!(tx.try_push(PCounted(drops.clone())).is_ok());
+        }
+        if publish {
+            tx.publish();
+        }
+        assert_eq!(drops.load(Ordering::SeqCst), pre);
+        // Unpublished records are published by the producer's drop and
+        // dropped with the buffer.
+        drop(tx);
+        drop(rx);
+        assert_eq!(drops.load(Ordering::SeqCst), pre + left.min(4));
+    }
+}

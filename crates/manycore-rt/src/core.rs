@@ -76,7 +76,7 @@ impl Core {
     /// Fails only with [`InvokeError::Shutdown`], when called from outside the
     /// runtime after shutdown began.
     pub fn spawn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), InvokeError> {
-        self.send_fn(f)
+        self.send_fn::<true, F>(f)
     }
 
     /// Runs `f` on this core and returns an [`Invocation`] for its result
@@ -97,7 +97,7 @@ impl Core {
         let (run, inv) = completing(f, self.shared.idle.spin_budget());
         // A failed send drops the message, and the completer inside it
         // resolves the invocation to Shutdown.
-        let _ = self.send_fn(run);
+        let _ = self.send_fn::<false, _>(run);
         inv
     }
 
@@ -120,7 +120,7 @@ impl Core {
         K: FnOnce(Result<T, InvokeError>) + Send + 'static,
     {
         let on = on.clone();
-        let _ = self.send_fn(move || {
+        let _ = self.send_fn::<false, _>(move || {
             let r = catch_unwind(AssertUnwindSafe(f)).map_err(panicked);
             let _ = on.spawn(move || k(r));
         });
@@ -287,12 +287,19 @@ impl Core {
     /// those include the previous message's slot, whose line the receiver
     /// holds. Every send then waited for a cache-line transfer, as long as
     /// a fence.
+    ///
+    /// With `DEFER` (fire and forget, from a core), the message may stay
+    /// unpublished until the sending core publishes its batch (see
+    /// `CoreLocal::send_with`).
     #[inline]
-    pub(crate) fn send_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<(), InvokeError> {
+    pub(crate) fn send_fn<const DEFER: bool, F: FnOnce() + Send + 'static>(
+        &self,
+        f: F,
+    ) -> Result<(), InvokeError> {
         if !Message::fits::<F>() {
             return self.send(Message::new(f));
         }
-        match self.on_own_core(f, |l, f| l.send_with(self.index, f)) {
+        match self.on_own_core(f, |l, f| l.send_with::<DEFER, F>(self.index, f)) {
             None => Ok(()),
             Some(f) => self.send_external(Message::new(f)),
         }
@@ -314,8 +321,7 @@ impl Core {
                 if g.producers.get(self.index).is_none() {
                     // This lane's first message to this core: make their ring
                     // and hand its consumer end to the core (README.md).
-                    let (p, c) = manycore_ring::channel::<Message>(sh.ring_capacity)
-                        .map_err(|_| InvokeError::Shutdown)?;
+                    let (p, c) = sh.new_ring().ok_or(InvokeError::Shutdown)?;
                     sh.new_rings[self.index]
                         .offer(src, Box::new(c))
                         .map_err(|_| InvokeError::Shutdown)?;
@@ -326,7 +332,10 @@ impl Core {
                 };
                 if let Some(m) = pending.take() {
                     match p.try_push(m) {
-                        Ok(()) => g.sent += 1,
+                        Ok(()) => {
+                            p.publish();
+                            g.sent += 1;
+                        }
                         Err(back) => pending = Some(back),
                     }
                 }

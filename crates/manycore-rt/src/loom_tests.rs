@@ -5,7 +5,7 @@
 
 use crate::error::InvokeError;
 use crate::mailbox::Mailbox;
-use crate::raw::{completion_with_probe, HandoffTable};
+use crate::raw::{completion_with_probe, HandoffTable, Message};
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::thread;
 use manycore_ring::Consumer;
@@ -16,7 +16,7 @@ use std::task::{Wake, Waker};
 /// bit is set; to sleep, clear bits (and fence), announce,
 /// re-scan every ring, then wait; after a wakeup or a cancelled sleep, scan
 /// every ring. Returns the first message.
-fn receive_or_sleep(mb: &Mailbox, rx: &mut manycore_ring::Consumer<u32>) -> u32 {
+fn receive_or_sleep(mb: &Mailbox, rx: &mut manycore_ring::packed::Consumer<Message>) -> Message {
     let mut full_scan = false;
     loop {
         if full_scan || mb.word(0) & 0b10 != 0 {
@@ -38,19 +38,24 @@ fn receive_or_sleep(mb: &Mailbox, rx: &mut manycore_ring::Consumer<u32>) -> u32 
 
 /// The receiver's loop as in `core_loop`: poll by active bits; to sleep,
 /// clear bits, announce, re-scan every ring, then wait; after a wakeup or a
-/// cancelled sleep, scan every ring. The sender publishes and announces. The
-/// message must always be received (loom reports a deadlock otherwise).
+/// cancelled sleep, scan every ring. The sender writes two messages into
+/// the packed ring (the first deferred), publishes them at once and
+/// announces. The messages must always be received (loom reports a deadlock
+/// otherwise).
 #[test]
 fn doorbell_no_lost_wakeup() {
     loom::model(|| {
         let mb = loom::sync::Arc::new(Mailbox::new(2));
-        let (mut tx, mut rx) = manycore_ring::channel::<u32>(2).unwrap();
+        let (mut tx, mut rx) = manycore_ring::packed::channel::<Message>(8).unwrap();
         let mb2 = mb.clone();
         let t = thread::spawn(move || {
-            tx.try_push(7).unwrap();
+            assert!(tx.try_push(Message::new(|| ())).is_ok());
+            assert!(tx.try_push(Message::new(|| ())).is_ok());
+            assert!(tx.publish());
             assert!(!mb2.announce(1));
         });
-        assert_eq!(receive_or_sleep(&mb, &mut rx), 7);
+        receive_or_sleep(&mb, &mut rx).run();
+        assert!(rx.try_pop().is_some());
         t.join().unwrap();
     });
 }
@@ -89,28 +94,30 @@ fn wake_for_pending_work_no_lost_wakeup() {
 fn sticky_bit_cleared_concurrently() {
     loom::model(|| {
         let mb = loom::sync::Arc::new(Mailbox::new(1));
-        let (mut tx, mut rx) = manycore_ring::channel::<u32>(2).unwrap();
+        let (mut tx, mut rx) = manycore_ring::packed::channel::<Message>(8).unwrap();
         // Bit already set from earlier traffic.
-        tx.try_push(1).unwrap();
+        assert!(tx.try_push(Message::new(|| ())).is_ok());
+        tx.publish();
         mb.announce(0);
-        assert_eq!(rx.try_pop(), Some(1));
+        assert!(rx.try_pop().is_some());
         let mb2 = mb.clone();
         let t = thread::spawn(move || {
-            tx.try_push(2).unwrap();
+            assert!(tx.try_push(Message::new(|| ())).is_ok());
+            tx.publish();
             mb2.announce(0);
         });
         // Receiver clears stale bits and rescans, as `refresh_bits` does.
         mb.clear_and_fence();
-        let seen_in_scan = rx.try_pop();
+        let seen_in_scan = rx.try_pop().is_some();
         t.join().unwrap();
-        if seen_in_scan.is_none() {
+        if !seen_in_scan {
             // Then the sender must have seen the cleared bit and set it again.
             assert_ne!(
                 mb.word(0) & 1,
                 0,
                 "message stranded: bit clear and scan missed it"
             );
-            assert_eq!(rx.try_pop(), Some(2));
+            assert!(rx.try_pop().is_some());
         }
     });
 }

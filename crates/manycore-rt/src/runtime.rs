@@ -7,12 +7,16 @@ use crate::error::Error;
 use crate::mailbox::Mailbox;
 use crate::raw::{HandoffTable, Message};
 use crate::sparse::Sparse;
-use manycore_ring::{Consumer, Producer};
+use manycore_ring::packed::{Consumer, Producer};
 use manycore_sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use manycore_sync::CachePadded;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+/// 16-byte cells per ring slot: a slot holds one message of the largest
+/// inline size.
+const CELLS_PER_SLOT: usize = 4;
 
 /// How a core waits when it has nothing to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,7 +131,9 @@ impl Builder {
         self
     }
     /// Slots per ring (rounded up to a power of two; default 256 for up to 8
-    /// cores, 64 above). A ring is made when its two ends first talk.
+    /// cores, 64 above): a ring holds this many messages of the largest
+    /// inline size, and up to four times as many small ones (a slot is four
+    /// 16-byte cells). A ring is made when its two ends first talk.
     pub fn ring_capacity(mut self, slots: usize) -> Self {
         self.ring_capacity = Some(slots);
         self
@@ -187,7 +193,7 @@ impl Builder {
             )));
         }
         let cap = self.ring_capacity.unwrap_or(if n <= 8 { 256 } else { 64 });
-        if cap == 0 || cap > manycore_ring::MAX_CAPACITY {
+        if cap == 0 || cap > manycore_ring::MAX_CAPACITY / CELLS_PER_SLOT {
             return Err(Error::InvalidConfig(format!(
                 "ring capacity {cap} is out of range"
             )));
@@ -387,6 +393,11 @@ impl Shared {
             .drain(..)
             .collect();
         drop(dropped);
+    }
+
+    /// Makes a ring of `ring_capacity` slots (in cells: four per slot).
+    pub(crate) fn new_ring(&self) -> Option<(Producer<Message>, Consumer<Message>)> {
+        manycore_ring::packed::channel::<Message>(self.ring_capacity * CELLS_PER_SLOT).ok()
     }
 
     /// Drains ring (src, dst) of an exited core, dropping what was left.

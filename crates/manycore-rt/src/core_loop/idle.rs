@@ -107,6 +107,7 @@ impl CoreLocal {
     /// `done` is an extra condition (a waited-for invocation). Returns after a
     /// wakeup, a timeout, or if work was found while announcing.
     pub(crate) fn sleep(&self, done: &dyn Fn() -> bool, deadline: Option<Instant>) {
+        self.publish_deferred();
         let mb = self.mailbox();
         mb.clear_and_fence();
         let key = mb.doorbell().prepare_wait();

@@ -4,9 +4,9 @@
 //! and its position in the front lane of urgent invocations.
 
 use super::{CoreLocal, BATCH};
-use crate::raw::Message;
+use crate::raw::{Inbound, Message};
 use crate::sparse::Sparse;
-use manycore_ring::Consumer;
+use manycore_ring::packed::Consumer;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 
@@ -48,31 +48,31 @@ impl CoreLocal {
     pub(super) fn drain_ring(&self, src: usize, max: usize) -> usize {
         let mut n = 0;
         let mut urgent = 0;
+        // Each message is popped into this place and run from there (see
+        // `Inbound`); the ring is borrowed only while it pops, since the
+        // message may poll this core again.
+        let mut place = Inbound::new();
         while n < max {
             let popped = self
                 .inbox
                 .consumers
                 .borrow_mut()
                 .get_mut(src)
-                .map(|c| c.try_pop());
-            let m = match popped {
-                Some(m) => m,
-                // No ring from `src` yet: take it if its sender bound one.
-                None if n == 0 && self.adopt(src) => continue,
-                None => None,
-            };
-            match m {
-                Some(m) => {
+                .map(|c| place.pop(c));
+            match popped {
+                Some(true) => {
                     if n == 0 {
                         // Busy while it runs (the shutdown names busy cores).
                         self.set_busy();
                     }
                     n += 1;
-                    self.run(m);
+                    self.run_in(&mut place);
                     // Every finished activity is a scheduling point.
                     urgent += self.run_urgent();
                 }
-                None => break,
+                // No ring from `src` yet: take it if its sender bound one.
+                None if n == 0 && self.adopt(src) => continue,
+                _ => break,
             }
         }
         if n > 0 {
@@ -163,11 +163,17 @@ impl CoreLocal {
     }
 
     /// Runs everything in the front lane (urgent invocations).
+    #[inline]
     pub(crate) fn run_urgent(&self) -> usize {
         let pushed = self.mailbox().urgent_pushed();
         if pushed == self.inbox.urgent_seen.get() {
             return 0;
         }
+        self.run_urgent_slow()
+    }
+
+    #[inline(never)]
+    fn run_urgent_slow(&self) -> usize {
         self.set_busy();
         let batch: Vec<Message> = self.shared.urgent[self.index]
             .lock()

@@ -108,11 +108,23 @@ impl CoreLocal {
         &self.shared.mailboxes[self.index]
     }
 
+    /// Runs a message, then publishes what it sent deferred.
     pub(super) fn run(&self, m: Message) {
         if let Err(p) = catch_unwind(AssertUnwindSafe(|| m.run())) {
             self.note_panic();
             crate::error::drop_payload(p);
         }
+        self.publish_deferred();
+    }
+
+    /// [`run`](Self::run) of the message in `place`, where it lies.
+    #[inline]
+    pub(super) fn run_in(&self, place: &mut crate::raw::Inbound) {
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| place.run())) {
+            self.note_panic();
+            crate::error::drop_payload(p);
+        }
+        self.publish_deferred();
     }
 
     pub(super) fn note_panic(&self) {
@@ -123,6 +135,9 @@ impl CoreLocal {
 
     /// One scheduling round. Returns how much work ran.
     pub(crate) fn poll(&self) -> usize {
+        // Whatever the code that polls sent deferred goes out first: it may
+        // be about to wait for its effect.
+        self.publish_deferred();
         let mut n = self.run_urgent();
         if self.out.spilled.get() > 0 {
             self.flush_spills();
@@ -157,6 +172,8 @@ impl CoreLocal {
         if n > 0 {
             self.set_busy();
         }
+        // Async tasks and timers sent from this round.
+        self.publish_deferred();
         n
     }
 
@@ -264,6 +281,7 @@ pub(crate) fn run_core(local: CoreLocal) {
 /// Closes the mailbox, parks the consumers for late senders, and drops what
 /// is left (each dropped call resolves to `Shutdown`).
 fn exit_core(l: &CoreLocal) {
+    l.publish_deferred();
     l.mailbox().close();
     let mut consumers = std::mem::take(&mut *l.inbox.consumers.borrow_mut());
     let mut leftovers = Vec::new();

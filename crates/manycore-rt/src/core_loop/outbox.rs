@@ -9,12 +9,15 @@ use super::CoreLocal;
 use crate::raw::Message;
 use crate::sparse::Sparse;
 use crate::spill::SpillQueue;
-use manycore_ring::Producer;
+use manycore_ring::packed::Producer;
 use manycore_sync::atomic::Ordering;
 use manycore_sync::{AdaptiveSpin, Backoff};
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 
+/// A core publishes a batch of deferred messages to one destination once
+/// it holds this many cells (64 small messages: sixteen cache lines).
+const PUBLISH_CELLS: usize = 64;
 /// A sender retries its spill queue for a destination every this many spills.
 const SPILL_RETRY: usize = 32;
 /// First and last pause of a core that waits for room and has nothing to
@@ -32,6 +35,10 @@ pub(super) struct Link {
     pub(super) producer: Producer<Message>,
     /// Messages that found the ring full, oldest first.
     pub(super) spill: SpillQueue<Message>,
+    /// Messages written into the ring and not published yet.
+    pub(super) unpublished: usize,
+    /// This destination is in the outbox's `deferred` list.
+    listed: bool,
 }
 
 /// A core's outgoing side.
@@ -41,9 +48,15 @@ pub(super) struct Outbox {
     pub(super) links: RefCell<Sparse<Link>>,
     /// Messages in all spill queues (read on every send without borrowing).
     pub(super) spilled: Cell<usize>,
-    /// Messages this core has put into rings (published to the runtime when
-    /// the core goes idle, for the quiescence check of shutdown).
+    /// Messages this core has published into rings (published to the
+    /// runtime when the core goes idle, for the quiescence check of
+    /// shutdown).
     pub(super) sent: Cell<u64>,
+    /// Destinations that had a message deferred since the core last
+    /// published its batch (each once: `Link::listed`).
+    deferred: RefCell<Vec<usize>>,
+    /// True if `deferred` is not empty (read without borrowing).
+    any_deferred: Cell<bool>,
     /// The core is waiting for room in a full spill queue and serves its
     /// rings meanwhile: a send from code it runs then does not serve again.
     room_wait: Cell<bool>,
@@ -58,6 +71,8 @@ impl Outbox {
             links: RefCell::new(Sparse::default()),
             spilled: Cell::new(0),
             sent: Cell::new(0),
+            deferred: RefCell::new(Vec::with_capacity(8)),
+            any_deferred: Cell::new(false),
             room_wait: Cell::new(false),
             room_gave_up: Cell::new(false),
         }
@@ -84,35 +99,102 @@ impl CoreLocal {
             return;
         }
         let r = match self.out.links.borrow_mut().get_mut(dst) {
-            Some(link) if link.spill.is_empty() => link.producer.try_push(m),
+            Some(link) if link.spill.is_empty() => match link.producer.try_push(m) {
+                Ok(()) => {
+                    link.unpublished += 1;
+                    Ok(publish(link))
+                }
+                Err(m) => Err(m),
+            },
             _ => Err(m),
         };
         self.after_push(dst, r);
     }
 
     /// [`send`](Self::send) of a closure that fits a message inline: built
-    /// in place in the ring slot when it goes straight into the ring.
+    /// in place in the ring when it goes straight into the ring.
+    ///
+    /// With `DEFER`, the message is written and left unpublished (with the
+    /// messages written before it to any destination) until the core
+    /// publishes its deferred batch: when `PUBLISH_CELLS` cells are waiting
+    /// for `dst`, when the core sends a message that is not deferred to the
+    /// same destination, and at `publish_deferred`, which the core runs
+    /// after every message or task it runs, at every poll, and before it
+    /// waits, spins or sleeps (README.md, "Deferred publication").
     #[inline]
-    pub(crate) fn send_with<F: FnOnce() + Send + 'static>(&self, dst: usize, f: F) {
+    pub(crate) fn send_with<const DEFER: bool, F: FnOnce() + Send + 'static>(
+        &self,
+        dst: usize,
+        f: F,
+    ) {
         if dst == self.index || self.out.spilled.get() > 0 {
             return self.send(dst, Message::new(f));
         }
+        let mut note = false;
         let r = match self.out.links.borrow_mut().get_mut(dst) {
-            Some(link) => link
-                .producer
-                .try_push_with(move || Message::new(f))
-                .map_err(|make| make()),
+            Some(link) => match link.producer.try_push_with(move || Message::new(f)) {
+                Ok(()) => {
+                    link.unpublished += 1;
+                    if DEFER && link.producer.unpublished() < PUBLISH_CELLS {
+                        note = !std::mem::replace(&mut link.listed, true);
+                        Ok(0)
+                    } else {
+                        Ok(publish(link))
+                    }
+                }
+                Err(make) => Err(make()),
+            },
             None => Err(Message::new(f)),
         };
+        if note {
+            self.out.deferred.borrow_mut().push(dst);
+            self.out.any_deferred.set(true);
+        }
         self.after_push(dst, r);
     }
 
-    /// The end of a send: count and announce a message that went into the
-    /// ring; bind the ring or spill a message that did not.
+    /// Publishes every deferred message of this core and announces it to
+    /// its destination. One load when there is none.
     #[inline]
-    fn after_push(&self, dst: usize, r: Result<(), Message>) {
+    pub(crate) fn publish_deferred(&self) {
+        if self.out.any_deferred.get() {
+            self.publish_deferred_slow();
+        }
+    }
+
+    #[inline(never)]
+    fn publish_deferred_slow(&self) {
+        self.out.any_deferred.set(false);
+        let dsts = std::mem::take(&mut *self.out.deferred.borrow_mut());
+        for &dst in &dsts {
+            let k = match self.out.links.borrow_mut().get_mut(dst) {
+                Some(link) => {
+                    link.listed = false;
+                    publish(link)
+                }
+                None => 0,
+            };
+            if k > 0 {
+                self.pushed(dst, k);
+            }
+        }
+        // Keep the vector's allocation (nothing was deferred meanwhile:
+        // `pushed` runs no user code).
+        let mut v = self.out.deferred.borrow_mut();
+        if v.is_empty() {
+            *v = dsts;
+            v.clear();
+        }
+    }
+
+    /// The end of a send: count and announce the `k` messages published
+    /// (none if the message was deferred); bind the ring or spill a message
+    /// that did not go in.
+    #[inline]
+    fn after_push(&self, dst: usize, r: Result<usize, Message>) {
         match r {
-            Ok(()) => self.pushed(dst, 1),
+            Ok(0) => {}
+            Ok(k) => self.pushed(dst, k),
             Err(m) => self.push_slow(dst, m),
         }
     }
@@ -131,7 +213,13 @@ impl CoreLocal {
     #[cold]
     #[inline(never)]
     fn push_slow(&self, dst: usize, m: Message) {
-        if self.out.links.borrow().get(dst).is_some() {
+        // What is deferred goes out first: the receiver must see the ring
+        // full to make room, and nothing waits unpublished.
+        let k = self.out.links.borrow_mut().get_mut(dst).map(publish);
+        if let Some(k) = k {
+            if k > 0 {
+                self.pushed(dst, k);
+            }
             return self.spill(dst, m);
         }
         if !self.bind(dst) {
@@ -140,11 +228,17 @@ impl CoreLocal {
             return drop(m);
         }
         let r = match self.out.links.borrow_mut().get_mut(dst) {
-            Some(link) => link.producer.try_push(m),
+            Some(link) => match link.producer.try_push(m) {
+                Ok(()) => {
+                    link.unpublished += 1;
+                    Ok(publish(link))
+                }
+                Err(m) => Err(m),
+            },
             None => Err(m),
         };
         match r {
-            Ok(()) => self.pushed(dst, 1),
+            Ok(k) => self.pushed(dst, k),
             Err(m) => self.spill(dst, m),
         }
     }
@@ -155,8 +249,7 @@ impl CoreLocal {
         let Some(table) = self.shared.new_rings.get(dst) else {
             return false;
         };
-        let Ok((producer, consumer)) = manycore_ring::channel::<Message>(self.shared.ring_capacity)
-        else {
+        let Some((producer, consumer)) = self.shared.new_ring() else {
             return false;
         };
         if table.offer(self.index, Box::new(consumer)).is_err() {
@@ -167,6 +260,8 @@ impl CoreLocal {
             Link {
                 producer,
                 spill: SpillQueue::default(),
+                unpublished: 0,
+                listed: false,
             },
         );
         true
@@ -259,6 +354,7 @@ impl CoreLocal {
     /// Waits, without running anything, for room toward `dst`, for at most
     /// `NESTED_ROOM_WAIT`. True if there is room.
     fn wait_for_room_nested(&self, dst: usize) -> bool {
+        self.publish_deferred();
         let limit = self.shared.spill_limit;
         let give_up = Instant::now() + NESTED_ROOM_WAIT;
         let mut backoff = Backoff::new();
@@ -313,15 +409,27 @@ impl CoreLocal {
     /// Moves the messages spilled for `dst` into its ring, in order, as
     /// space allows, and announces them.
     fn flush_spill(&self, dst: usize) {
-        let moved = match self.out.links.borrow_mut().get_mut(dst) {
-            Some(Link { producer, spill }) if !spill.is_empty() => {
-                spill.drain_into(|m| producer.try_push(m))
+        let (moved, k) = match self.out.links.borrow_mut().get_mut(dst) {
+            Some(link) if !link.spill.is_empty() => {
+                let moved = link.spill.drain_into(|m| link.producer.try_push(m));
+                link.unpublished += moved;
+                (moved, publish(link))
             }
-            _ => 0,
+            _ => (0, 0),
         };
         if moved > 0 {
             self.out.spilled.set(self.out.spilled.get() - moved);
-            self.pushed(dst, moved);
+        }
+        if k > 0 {
+            self.pushed(dst, k);
         }
     }
+}
+
+/// Publishes what `link`'s ring holds unpublished; returns how many
+/// messages that is (the caller counts and announces them).
+#[inline]
+fn publish(link: &mut Link) -> usize {
+    link.producer.publish();
+    std::mem::take(&mut link.unpublished)
 }

@@ -52,6 +52,7 @@ impl CoreLocal {
         let waker = Waker::from(flag.clone());
         let mut cx = std::task::Context::from_waker(&waker);
         let mut budget = AdaptiveSpin::new(self.shared.idle.spin_budget(), &self.idle.gaps);
+        self.publish_deferred();
         loop {
             flag.woken.store(false, Ordering::SeqCst);
             if let std::task::Poll::Ready(v) =
@@ -82,6 +83,7 @@ impl CoreLocal {
     /// to end (the invocation is queued behind an object that this very
     /// stack has borrowed).
     pub(crate) fn wait_for<T>(&self, c: &Rx<T>, deadline: Option<Instant>) -> Waited {
+        self.publish_deferred();
         let mut budget = AdaptiveSpin::new(self.shared.idle.spin_budget(), &self.idle.gaps);
         let mut empty = 0u32;
         loop {

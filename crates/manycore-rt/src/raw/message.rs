@@ -8,11 +8,35 @@ pub const INLINE_BYTES: usize = 48;
 
 type Payload = MaybeUninit<[usize; INLINE_BYTES / 8]>;
 
-/// An invocation record: a shim pointer plus the closure (inline when it
-/// fits). 56 bytes, so that with the ring's 8-byte sequence word a message is
-/// exactly one cache line.
-pub(crate) struct Message {
+/// What a message's first word points to: how to run or drop its closure,
+/// and how many 16-byte cells of a packed ring the message takes.
+pub(crate) struct Vt {
     shim: unsafe fn(*mut Payload, bool),
+    cells: usize,
+}
+
+/// The table of a closure of type `F`.
+struct VtOf<F>(std::marker::PhantomData<F>);
+
+impl<F: FnOnce()> VtOf<F> {
+    /// F inline: the pointer and F's bytes, in 16-byte cells.
+    const INLINE: &'static Vt = &Vt {
+        shim: inline_shim::<F>,
+        cells: (8 + size_of::<F>()).div_ceil(16),
+    };
+    /// F boxed: the pointer and the box's pointer, one cell.
+    const BOXED: &'static Vt = &Vt {
+        shim: boxed_shim::<F>,
+        cells: 1,
+    };
+}
+
+/// An invocation record: a pointer to its table plus the closure (inline
+/// when it fits). 56 bytes; in a packed ring it takes only the cells its
+/// closure needs (a closure of one word: one cell, a quarter of a line).
+#[repr(C)]
+pub(crate) struct Message {
+    vt: &'static Vt,
     payload: Payload,
 }
 
@@ -21,6 +45,19 @@ const _: () = assert!(size_of::<Message>() == 56);
 // SAFETY: every constructor takes an `F: Send`; the payload holds only that F
 // (or a Box<F>), so moving the record to another thread moves an F.
 unsafe impl Send for Message {}
+
+// SAFETY: a Message is 56 bytes with alignment 8; `cells_from` reads only
+// the first word (the table pointer), and a table's `cells` is 1 to 4 (8
+// bytes of pointer and at most INLINE_BYTES of closure); the payload past
+// those cells is `MaybeUninit` and unused by the shim (it reads F's bytes,
+// which lie within them), so a copy of the first cells is the same message.
+unsafe impl manycore_ring::packed::Packed for Message {
+    #[inline(always)]
+    unsafe fn cells_from(p: *const Self) -> usize {
+        // SAFETY: the caller gives a message whose first cell is written.
+        unsafe { (*p).vt.cells }
+    }
+}
 
 impl Message {
     /// Wraps a closure. No allocation if `F` is at most [`INLINE_BYTES`] bytes
@@ -32,7 +69,7 @@ impl Message {
             // SAFETY: `fits` checked that F's size and alignment fit the payload.
             unsafe { payload.as_mut_ptr().cast::<F>().write(f) };
             Message {
-                shim: inline_shim::<F>,
+                vt: VtOf::<F>::INLINE,
                 payload,
             }
         } else {
@@ -40,7 +77,7 @@ impl Message {
             // SAFETY: a pointer fits and is aligned in a payload of usizes.
             unsafe { payload.as_mut_ptr().cast::<*mut F>().write(boxed) };
             Message {
-                shim: boxed_shim::<F>,
+                vt: VtOf::<F>::BOXED,
                 payload,
             }
         }
@@ -57,14 +94,63 @@ impl Message {
         let mut me = ManuallyDrop::new(self);
         // SAFETY: the payload holds the value `shim` expects and it has not been
         // consumed; ManuallyDrop keeps `Drop` from consuming it a second time.
-        unsafe { (me.shim)(&mut me.payload, true) }
+        unsafe { (me.vt.shim)(&mut me.payload, true) }
+    }
+}
+
+/// A place on the receiver's stack that a message is popped into and run
+/// from where it lies, so that it is not moved again between the ring and
+/// its shim (each move of a message through memory, in other widths than it
+/// was written with, can make the next load wait for the store buffer).
+pub(crate) struct Inbound {
+    m: MaybeUninit<Message>,
+    full: bool,
+}
+
+impl Inbound {
+    pub(crate) fn new() -> Self {
+        Inbound {
+            m: MaybeUninit::uninit(),
+            full: false,
+        }
+    }
+
+    /// Pops the next message of `c` into this place. False if there was
+    /// none. The place must be empty.
+    #[inline(always)]
+    pub(crate) fn pop(&mut self, c: &mut manycore_ring::packed::Consumer<Message>) -> bool {
+        debug_assert!(!self.full);
+        self.full = !self.full && c.try_pop_into(&mut self.m);
+        self.full
+    }
+
+    /// Runs the message in this place, if any, emptying it.
+    #[inline(always)]
+    pub(crate) fn run(&mut self) {
+        if std::mem::replace(&mut self.full, false) {
+            let m = self.m.as_mut_ptr();
+            // SAFETY: `full` said the place holds a message that was not run
+            // or dropped; it is marked empty before the shim consumes it, so
+            // a panic in the closure (which the shim has moved out) leaves
+            // nothing to drop twice.
+            unsafe { ((*m).vt.shim)(&raw mut (*m).payload, true) }
+        }
+    }
+}
+
+impl Drop for Inbound {
+    fn drop(&mut self) {
+        if self.full {
+            // SAFETY: a full place holds a message not run or dropped yet.
+            unsafe { self.m.assume_init_drop() }
+        }
     }
 }
 
 impl Drop for Message {
     fn drop(&mut self) {
         // SAFETY: a message not yet run still owns its closure; dropping it once here.
-        unsafe { (self.shim)(&mut self.payload, false) }
+        unsafe { (self.vt.shim)(&mut self.payload, false) }
     }
 }
 

@@ -33,4 +33,4 @@ pub(crate) use coroutine::{
 };
 pub(crate) use current::{enter, with_current, CurrentCore};
 pub(crate) use handoff::HandoffTable;
-pub(crate) use message::{Message, INLINE_BYTES};
+pub(crate) use message::{Inbound, Message, INLINE_BYTES};

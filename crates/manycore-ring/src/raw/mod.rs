@@ -292,3 +292,5 @@ impl<T> Consumer<T> {
         self.pos
     }
 }
+
+pub(crate) mod packed;
