@@ -124,7 +124,7 @@ pub use crate::core::{current, Core};
 pub use channel::{EventChannel, EventSink, Events};
 #[cfg(feature = "internals")]
 pub use core_loop::debug_counts;
-pub use core_loop::{park_current, poll_once, preempt_point};
+pub use core_loop::{batch_spawns, park_current, poll_once, preempt_point};
 pub use coroutine::{block_on, DEFAULT_COROUTINE_STACK};
 pub use error::{Error, InvokeError};
 pub use group::{Group, Topology};

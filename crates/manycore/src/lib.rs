@@ -111,10 +111,10 @@
 pub struct ReadmeDoctests;
 
 pub use manycore_rt::{
-    block_on, current, poll_once, preempt_point, sleep, sleep_until, Builder, Core, CoreStats,
-    Deadline, Error, EventChannel, EventSink, Events, Group, IdleHook, IdlePolicy, Invocation,
-    InvokeError, Priority, Remote, Runtime, Scheduler, ShutdownError, Sleep, TaskAttrs, Topology,
-    DEFAULT_CORE_STACK, DEFAULT_COROUTINE_STACK, INLINE_CLOSURE_BYTES,
+    batch_spawns, block_on, current, poll_once, preempt_point, sleep, sleep_until, Builder, Core,
+    CoreStats, Deadline, Error, EventChannel, EventSink, Events, Group, IdleHook, IdlePolicy,
+    Invocation, InvokeError, Priority, Remote, Runtime, Scheduler, ShutdownError, Sleep, TaskAttrs,
+    Topology, DEFAULT_CORE_STACK, DEFAULT_COROUTINE_STACK, INLINE_CLOSURE_BYTES,
 };
 
 #[doc(inline)]

@@ -3,14 +3,17 @@
 //! same placement of the vCPUs and the same neighbours. Each round moves
 //! `N` u64s through rtrb (two threads pinned to CPUs 0 and 1) and `N`
 //! spawns of a closure capturing a u64 from core 0 to core 1 of a pinned
-//! 2-core runtime (the throughput rows of `manycore bench pingpong`).
+//! 2-core runtime inside one `batch_spawns` scope (the throughput rows of
+//! `manycore bench pingpong`).
 //! Prints each round's rates, then the medians and the median of the
 //! per-round ratios manycore / rtrb, and the best round of each (on a
 //! shared machine, the rate when no neighbour got in the way).
 //!
 //! `cargo run --release -p manycore-probes --bin packq -- [ROUNDS=15] [N=2000000]`
 //!
-//! Knobs: `POLL=1` idles by polling instead of the hybrid policy.
+//! Knobs: `POLL=1` idles by polling instead of the hybrid policy;
+//! `UNSCOPED=1` sends the spawns outside `batch_spawns` (each published at
+//! once, the default for a spawn).
 
 use std::cell::Cell;
 use std::time::Instant;
@@ -60,18 +63,27 @@ fn rtrb_round(n: u64) -> f64 {
 }
 
 /// Mmsg/s of `n` spawns from core 0 to core 1 of `rt`, ended by a call.
-fn manycore_round(rt: &Runtime, n: u64) -> f64 {
+/// Inside one `batch_spawns` scope, as the bench, unless `scoped` is false
+/// (every spawn published at once).
+fn manycore_round(rt: &Runtime, n: u64, scoped: bool) -> f64 {
     let c1 = rt.core(1).clone();
     rt.core(0)
         .call(move || {
             let t = Instant::now();
-            for v in 0..n {
-                // The closure of the pingpong bench's spawn stream.
-                c1.spawn(move || {
-                    SUM.with(|s| s.set(s.get().wrapping_add(v)));
-                    COUNT.with(|c| c.set(c.get() + 1));
-                })
-                .expect("spawn");
+            let stream = || {
+                for v in 0..n {
+                    // The closure of the pingpong bench's spawn stream.
+                    c1.spawn(move || {
+                        SUM.with(|s| s.set(s.get().wrapping_add(v)));
+                        COUNT.with(|c| c.set(c.get() + 1));
+                    })
+                    .expect("spawn");
+                }
+            };
+            if scoped {
+                manycore_rt::batch_spawns(stream);
+            } else {
+                stream();
             }
             let (count, sum) = c1
                 .call(|| (COUNT.with(|c| c.replace(0)), SUM.with(|s| s.replace(0))))
@@ -94,6 +106,7 @@ fn main() {
     } else {
         hybrid()
     };
+    let scoped = !env_set("UNSCOPED");
     let (mut a, mut b, mut r) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..rounds {
         let x = rtrb_round(n);
@@ -103,7 +116,7 @@ fn main() {
             .pin(true)
             .build()
             .expect("runtime");
-        let y = manycore_round(&rt, n);
+        let y = manycore_round(&rt, n, scoped);
         rt.shutdown();
         println!(
             "round {i:2}: rtrb {x:7.1}  manycore {y:7.1} Mmsg/s  ratio {:.2}",

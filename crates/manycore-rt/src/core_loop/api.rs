@@ -1,6 +1,7 @@
 //! What code running on a core may ask of its core: serve it once
 //! ([`poll_once`]), run urgent work ([`preempt_point`]), sleep until there
-//! is work ([`park_current`]); and the counters the core keeps about it.
+//! is work ([`park_current`]), publish its spawns in batches
+//! ([`batch_spawns`]); and the counters the core keeps about it.
 //! `debug_counts` exists only with the `internals` feature, for tests.
 
 use super::with_local;
@@ -14,6 +15,65 @@ use manycore_sync::atomic::Ordering;
 #[doc(hidden)]
 pub fn debug_counts() -> (usize, usize) {
     with_local(|l| l.map_or((0, 0), |l| (l.objects.len(), l.pending.len())))
+}
+
+/// Runs `f` with the spawns this core makes published in batches: a
+/// [`Core::spawn`](crate::Core::spawn) made inside `f`, to another core,
+/// may stay invisible to its destination until 64 small messages wait for
+/// that destination, `f` returns, or this core waits or polls through the
+/// runtime (a `wait`, `block_on`, `.await` that is pending, `poll_once`,
+/// `park_current`). A stream of spawns then costs one fence and one
+/// transfer of the ring's index per batch instead of per message.
+///
+/// The price is the one rule of the scope: inside `f`, do not wait for
+/// a spawn's effect by other means than the runtime (spinning on an
+/// atomic, a `std` channel or lock): the spawn may not be visible yet, and
+/// that wait would last for ever. Outside a scope (the default) every
+/// spawn is visible at once. Scopes nest; off the cores `f` simply runs.
+///
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::sync::Arc;
+/// let rt = manycore_rt::Runtime::builder().cores(2).build().unwrap();
+/// let (c1, sum) = (rt.core(1).clone(), Arc::new(AtomicU64::new(0)));
+/// let s = sum.clone();
+/// rt.core(0).call(move || {
+///     manycore_rt::batch_spawns(|| {
+///         for i in 0..1000u64 {
+///             let s = s.clone();
+///             c1.spawn(move || { s.fetch_add(i, Ordering::Relaxed); }).unwrap();
+///         }
+///     });
+///     // Published: a call to core 1 now runs after all of them.
+///     c1.call(|| ()).wait().unwrap();
+/// }).wait().unwrap();
+/// assert_eq!(sum.load(Ordering::Relaxed), 499_500);
+/// ```
+pub fn batch_spawns<R>(f: impl FnOnce() -> R) -> R {
+    /// Closes the scope, also when `f` unwinds.
+    struct Scope;
+    impl Drop for Scope {
+        fn drop(&mut self) {
+            with_local(|l| {
+                if let Some(l) = l {
+                    let open = l.out.batching.get().saturating_sub(1);
+                    l.out.batching.set(open);
+                    if open == 0 {
+                        l.publish_deferred();
+                    }
+                }
+            });
+        }
+    }
+    let on_core = with_local(|l| {
+        l.map(|l| l.out.batching.set(l.out.batching.get().saturating_add(1)))
+            .is_some()
+    });
+    if !on_core {
+        return f();
+    }
+    let _scope = Scope;
+    f()
 }
 
 /// A cheap scheduling point for long computations on a core: if urgent

@@ -16,8 +16,8 @@ mod wait;
 
 #[cfg(feature = "internals")]
 pub use api::debug_counts;
+pub use api::{batch_spawns, park_current, poll_once, preempt_point};
 pub(crate) use api::{note_late_result, note_panic};
-pub use api::{park_current, poll_once, preempt_point};
 pub(crate) use wait::Waited;
 
 use crate::executor::Executor;

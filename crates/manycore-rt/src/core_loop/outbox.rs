@@ -57,6 +57,9 @@ pub(super) struct Outbox {
     deferred: RefCell<Vec<usize>>,
     /// True if `deferred` is not empty (read without borrowing).
     any_deferred: Cell<bool>,
+    /// How many [`batch_spawns`](crate::batch_spawns) scopes are open on
+    /// this core: spawns are deferred only while one is.
+    pub(super) batching: Cell<u32>,
     /// The core is waiting for room in a full spill queue and serves its
     /// rings meanwhile: a send from code it runs then does not serve again.
     room_wait: Cell<bool>,
@@ -73,6 +76,7 @@ impl Outbox {
             sent: Cell::new(0),
             deferred: RefCell::new(Vec::with_capacity(8)),
             any_deferred: Cell::new(false),
+            batching: Cell::new(0),
             room_wait: Cell::new(false),
             room_gave_up: Cell::new(false),
         }
@@ -114,13 +118,16 @@ impl CoreLocal {
     /// [`send`](Self::send) of a closure that fits a message inline: built
     /// in place in the ring when it goes straight into the ring.
     ///
-    /// With `DEFER`, the message is written and left unpublished (with the
+    /// With `DEFER` (a spawn) inside a [`batch_spawns`](crate::batch_spawns)
+    /// scope, the message is written and left unpublished (with the
     /// messages written before it to any destination) until the core
     /// publishes its deferred batch: when `PUBLISH_CELLS` cells are waiting
     /// for `dst`, when the core sends a message that is not deferred to the
     /// same destination, and at `publish_deferred`, which the core runs
     /// after every message or task it runs, at every poll, and before it
-    /// waits, spins or sleeps (README.md, "Deferred publication").
+    /// waits, spins or sleeps, and when the last scope ends (README.md,
+    /// "Deferred publication"). Outside a scope every message is published
+    /// at once.
     #[inline]
     pub(crate) fn send_with<const DEFER: bool, F: FnOnce() + Send + 'static>(
         &self,
@@ -135,7 +142,10 @@ impl CoreLocal {
             Some(link) => match link.producer.try_push_with(move || Message::new(f)) {
                 Ok(()) => {
                     link.unpublished += 1;
-                    if DEFER && link.producer.unpublished() < PUBLISH_CELLS {
+                    if DEFER
+                        && self.out.batching.get() > 0
+                        && link.producer.unpublished() < PUBLISH_CELLS
+                    {
                         note = !std::mem::replace(&mut link.listed, true);
                         Ok(0)
                     } else {

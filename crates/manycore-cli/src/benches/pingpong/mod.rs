@@ -58,7 +58,8 @@ cache line, as every manycore message is; the ceiling of any
 one-message-per-line design), manycore-poll / manycore-sleep /
 manycore-hybrid (a 2-core runtime: core 0 calls `core1.call(move || x +
 1).wait()` in a loop, or sends fire-and-forget `spawn`s of a u64 for
-throughput; the whole loop runs inside one call on core 0). Peer rows run on
+throughput, inside one `batch_spawns` scope, which publishes them in
+batches; the whole loop runs inside one call on core 0). Peer rows run on
 two threads pinned to the first two CPUs of the original CPU set. Cases:
 round_trip (median, p50, p99, ns), throughput (Mmsg/s), idle_cpu (ms of CPU
 per s), ratio (the ratios the targets judge).

@@ -75,18 +75,23 @@ thread_local! {
 }
 
 /// One-way throughput: `n` fire-and-forget `spawn`s from core 0 to core 1,
+/// inside one `batch_spawns` scope (published in batches, as a stream
+/// would be written),
 /// each adding its captured u64 into a core-local sum; the end of a batch is
 /// a `call` to core 1 that returns (and resets) the count and the sum.
 pub fn spawn_stream(i: Idle, plan: Plan) -> Result<Samples, String> {
     on_core0(i, plan, |c1, name, n| {
             let t = Instant::now();
-            for v in 0..n {
-                c1.spawn(move || {
-                    SUM.with(|s| s.set(s.get().wrapping_add(v)));
-                    COUNT.with(|c| c.set(c.get() + 1));
-                })
-                .map_err(|e| format!("{name}: spawn: {e}"))?;
-            }
+            manycore::batch_spawns(|| {
+                for v in 0..n {
+                    c1.spawn(move || {
+                        SUM.with(|s| s.set(s.get().wrapping_add(v)));
+                        COUNT.with(|c| c.set(c.get() + 1));
+                    })
+                    .map_err(|e| format!("{name}: spawn: {e}"))?;
+                }
+                Ok::<(), String>(())
+            })?;
             let (count, sum) = c1
                 .call(|| (COUNT.with(|c| c.replace(0)), SUM.with(|s| s.replace(0))))
                 .wait()
