@@ -23,7 +23,9 @@
 //!    is running a call and may need the CPU; then yield for a while; then
 //!    sleep with a growing bound (a push to the outbox or a waiter giving up
 //!    wakes it at once; an MPI arrival is seen at the next poll, within the
-//!    bound).
+//!    bound). One-way frames gathering in the outbox wake it with their
+//!    first frame only, and keep its sleeps short (`MIN_PARK`) until it
+//!    takes them (`Shared::take_outbox_lazy`).
 //!
 //! Shutdown is collective and ends only when nothing is left anywhere:
 //! each rank tells every other rank it is stopping, and once a rank has
