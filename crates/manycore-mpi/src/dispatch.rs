@@ -210,17 +210,45 @@ pub(crate) fn call_here(
 ) {
     // Not counted as work in progress: the reply is sent (or handed to the
     // poll that runs this, which sends it under the progress lock) before
-    // this returns, so no shutdown count can fall in between.
-    let reply = Reply::adopt(sh, from, &h, CallError::Shutdown);
+    // this returns, so no shutdown count can fall in between. No `Reply`
+    // either: nothing here can drop the call unanswered (a panic is
+    // caught), so the frame is made and sent straight away.
+    let one_way = h.has(Header::ONE_WAY);
+    let answer = |r: Result<Vec<u8>, CallError>| {
+        if one_way {
+            return;
+        }
+        let frame = match r {
+            Ok(frame) => frame,
+            Err(e) => {
+                let mut rh = Header::new(Kind::Reply);
+                rh.seq = h.seq;
+                crate::reply::error_frame(rh, &e)
+            }
+        };
+        sh.send(from, frame, None);
+    };
     let Some(entry) = sh.registry.get(h.func) else {
-        return reply.send(Err(CallError::UnknownFunction(h.func)));
+        return answer(Err(CallError::UnknownFunction(h.func)));
     };
     sh.conversing.store(true, Ordering::Relaxed);
-    match (entry.handler, bulk) {
-        (Handler::Call(f), None) => run_stub(reply, |out| f(args, out)),
-        (Handler::Bulk(f), Some(b)) => run_stub(reply, |out| f(args, b, out)),
-        _ => reply.send(Err(CallError::WrongKind(entry.name.to_string()))),
-    }
+    let mut out = if one_way {
+        Vec::new()
+    } else {
+        let mut rh = Header::new(Kind::Reply);
+        rh.seq = h.seq;
+        rh.frame(64)
+    };
+    let r = match (entry.handler, bulk) {
+        (Handler::Call(f), None) => catch_unwind(AssertUnwindSafe(|| f(args, &mut out))),
+        (Handler::Bulk(f), Some(b)) => catch_unwind(AssertUnwindSafe(|| f(args, b, &mut out))),
+        _ => return answer(Err(CallError::WrongKind(entry.name.to_string()))),
+    };
+    answer(match r {
+        Ok(Ok(())) => Ok(out),
+        Ok(Err(e)) => Err(e),
+        Err(p) => Err(CallError::Panicked(panic_message(&*p))),
+    });
 }
 
 /// Handles the frames of one batch from `from` (`batch[r]` for each range

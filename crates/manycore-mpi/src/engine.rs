@@ -262,7 +262,7 @@ fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
         // While conversing with a caller, a poll that finds nothing tests
         // again a few times before it lets go of the lock.
         let spins = if hot { crate::progress::SPIN_TESTS } else { 0 };
-        worked |= p.poll_for(sh, world, None, spins, true);
+        worked |= p.poll_engine(sh, world, spins);
         if let Some(job) = sh.take_job() {
             // Frames queued before the job was (by the thread that handed
             // it in, say) leave before it runs: it may wait, in a raw MPI

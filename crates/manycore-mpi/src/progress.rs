@@ -224,6 +224,9 @@ pub(crate) struct Progress {
     pub(crate) received: u64,
     /// Scratch: the outbox's frames being taken.
     batch: VecDeque<Outgoing>,
+    /// The outbox's push count when the engine last left its frames to
+    /// gather (`Shared::take_outbox_lazy`).
+    seen: u64,
     /// Receives posted in advance, oldest (first to match) first.
     posted: VecDeque<OwnedRecv>,
     /// Receive buffers to post again (of messages already handled).
@@ -233,9 +236,6 @@ pub(crate) struct Progress {
     /// receives a reply holds this lock too, so neither side takes a lock
     /// of its own for the table.
     waiting: HashMap<u64, Arc<Oneshot>, BuildHasherDefault<SeqHasher>>,
-    /// The outbox's push count when the engine last left its frames to
-    /// gather (`Shared::take_outbox_lazy`).
-    seen: u64,
 }
 
 impl Progress {
@@ -655,29 +655,37 @@ impl Progress {
     /// message soon tests for one up to `spins` more times while none has
     /// arrived (and nothing waits to be sent); one waiting for `done` (its
     /// reply slot's flag) stops receiving as soon as that is set.
-    ///
-    /// `lazy` (the engine): a stream of one-way frames still growing in the
-    /// outbox is left to gather ([`drain_lazy`](Self::drain_lazy)).
     pub(crate) fn poll_for(
         &mut self,
         sh: &Arc<Shared>,
         comm: &SimpleCommunicator,
         done: Option<&AtomicBool>,
         spins: u32,
-        lazy: bool,
     ) -> bool {
         let _mark = Mark::new();
-        let drain = |p: &mut Self| {
-            if lazy {
-                p.drain_lazy(sh, comm)
-            } else {
-                p.drain(sh, comm)
-            }
-        };
-        let mut worked = drain(self);
+        let mut worked = self.drain(sh, comm);
         if self.receive(sh, comm, done, spins) {
             worked = true;
-            drain(self);
+            self.drain(sh, comm);
+        }
+        self.reclaim();
+        worked
+    }
+
+    /// [`poll_for`](Self::poll_for) for the engine: a stream of one-way
+    /// frames still growing in the outbox is left to gather
+    /// ([`drain_lazy`](Self::drain_lazy)).
+    pub(crate) fn poll_engine(
+        &mut self,
+        sh: &Arc<Shared>,
+        comm: &SimpleCommunicator,
+        spins: u32,
+    ) -> bool {
+        let _mark = Mark::new();
+        let mut worked = self.drain_lazy(sh, comm);
+        if self.receive(sh, comm, None, spins) {
+            worked = true;
+            self.drain_lazy(sh, comm);
         }
         self.reclaim();
         worked

@@ -64,6 +64,8 @@ pub(crate) struct Outgoing {
 }
 
 pub(crate) struct Shared {
+    /// Unique per world made in this process (from 1).
+    id: usize,
     pub(crate) rank: usize,
     pub(crate) size: usize,
     pub(crate) cores: usize,
@@ -85,6 +87,14 @@ pub(crate) struct Shared {
     /// cleared under it by a take): a poll that finds it clear skips the
     /// lock.
     queued: AtomicBool,
+    /// Frames ever pushed to the outbox, and frames in it now, and whether
+    /// one of them expects an answer or answers (is not one-way): written
+    /// under the outbox's lock, read without it by the engine, which lets
+    /// a stream of one-way frames gather while it is still growing
+    /// ([`take_outbox_lazy`](Self::take_outbox_lazy)).
+    pushed: AtomicU64,
+    outbox_len: AtomicUsize,
+    prompt: AtomicBool,
     pub(crate) mpi_jobs: Mutex<VecDeque<MpiJob>>,
     /// Whether `mpi_jobs` may hold a job (the same way).
     pub(crate) jobs_queued: AtomicBool,
@@ -118,14 +128,6 @@ pub(crate) struct Shared {
     /// Per core, the jobs handed to it in dispatch order
     /// (`dispatch::spawn_ordered`).
     pub(crate) core_jobs: Vec<Mutex<crate::turns::Turns<crate::dispatch::Job>>>,
-    /// Frames ever pushed to the outbox, and frames in it now, and whether
-    /// one of them expects an answer or answers (is not one-way): written
-    /// under the outbox's lock, read without it by the engine, which lets
-    /// a stream of one-way frames gather while it is still growing
-    /// ([`take_outbox_lazy`](Self::take_outbox_lazy)).
-    pushed: AtomicU64,
-    outbox_len: AtomicUsize,
-    prompt: AtomicBool,
 }
 
 /// The hasher of the table of calls waiting for replies: its keys are
@@ -150,6 +152,15 @@ impl Hasher for SeqHasher {
 
 static CURRENT: RwLock<Option<Arc<Shared>>> = RwLock::new(None);
 
+/// Sequence numbers a thread takes from `Shared::next_seq` at a time.
+const SEQ_BLOCK: u64 = 64;
+
+thread_local! {
+    /// This thread's block of sequence numbers: (the world it belongs to,
+    /// the next number, the end of the block).
+    static SEQ: std::cell::Cell<(usize, u64, u64)> = const { std::cell::Cell::new((0, 0, 0)) };
+}
+
 /// A thread polling MPI while it waits (counted in `Shared::pollers` until
 /// dropped).
 pub(crate) struct Polling<'a>(&'a Shared);
@@ -170,7 +181,9 @@ impl Shared {
         serialized: bool,
     ) -> Self {
         let cores = rt.num_cores();
+        static WORLDS: AtomicUsize = AtomicUsize::new(1);
         let sh = Shared {
+            id: WORLDS.fetch_add(1, Ordering::Relaxed),
             rank,
             size,
             cores,
@@ -319,7 +332,6 @@ impl Shared {
             } else {
                 0
             },
-            false,
         ))
     }
 
@@ -485,6 +497,26 @@ impl Shared {
         (outbox + pending + self.handlers.load(Ordering::Acquire)) as u64
     }
 
+    /// A sequence number unique on this rank for the process's life: from
+    /// a block of [`SEQ_BLOCK`] that this thread took from `next_seq` (one
+    /// shared read-modify-write per block, not per call). The block is
+    /// tagged with the world it came from (`id`), so a thread never uses
+    /// numbers of an earlier world.
+    fn next_seq(&self) -> u64 {
+        let me = self.id;
+        SEQ.try_with(|c| {
+            let (world, next, end) = c.get();
+            if world == me && next < end {
+                c.set((world, next + 1, end));
+                return next;
+            }
+            let start = self.next_seq.fetch_add(SEQ_BLOCK, Ordering::Relaxed);
+            c.set((me, start + 1, start + SEQ_BLOCK));
+            start
+        })
+        .unwrap_or_else(|_| self.next_seq.fetch_add(1, Ordering::Relaxed))
+    }
+
     fn check_place(&self, rank: usize, core: usize) -> Result<(), CallError> {
         if rank >= self.size {
             return Err(CallError::NoSuchRank {
@@ -522,7 +554,7 @@ impl Shared {
             to.core as u16
         };
         h.func = to.func?;
-        h.seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        h.seq = self.next_seq();
         h.object = to.object;
         if bulk.is_some() {
             h.flags |= Header::BULK;
