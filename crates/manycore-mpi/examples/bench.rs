@@ -36,6 +36,9 @@
 //!   minutes); `table2` starts it.
 //! * `rtloop [SECS [RANK [engine|core]]]` (2 ranks or more): round trips
 //!   from rank 0 for SECS seconds, for a profiler.
+//! * `rate [K [core]]` (2 ranks): the message-rate rows of `p2p` alone
+//!   (with `core`, spawns to a core only, for a profiler), each
+//!   repetition's figures on stderr (no records).
 //!
 //! Built without the `mpi` feature it only says so.
 
@@ -236,8 +239,9 @@ mod imp {
             "knary" => knary_part(&world, &a),
             "table2" => table2(&world, &a),
             "rtloop" => rtloop(&world, &a),
+            "rate" => rate(&world, &a),
             p => Err(format!(
-                "unknown part '{p}' (expected p2p, coll, knary, table2, rtloop or busy)"
+                "unknown part '{p}' (expected p2p, coll, knary, table2, rtloop, rate or busy)"
             )),
         };
         if let Err(e) = &r {
@@ -555,6 +559,71 @@ mod imp {
             tuning: Tuning::DEFAULT,
         },
     ];
+
+    /// `rate [K]`: only the message-rate rows of `p2p` (the raw stream,
+    /// spawns to the engine place and to a core), interleaved in each
+    /// repetition, K spawns each (default 100000); prints each
+    /// repetition's rates and their ratios to the raw stream on stderr.
+    fn rate(w: &World, a: &Args) -> Result<(), String> {
+        if w.size() != 2 {
+            return Err(format!("rate wants 2 ranks, not {}", w.size()));
+        }
+        let k: usize = a
+            .rest
+            .first()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(100_000);
+        // `rate K core`: spawns to a core only (for a profiler).
+        if a.rest.get(1).map(String::as_str) == Some("core") {
+            for _ in 0..a.reps {
+                barrier(w)?;
+                if w.rank() == 0 {
+                    let r = spawns(&w.place(1, 0), k)?;
+                    eprintln!("rate: spawn-core {r:.2} Mmsg/s");
+                }
+                barrier(w)?;
+            }
+            return Ok(());
+        }
+        let spawn_size = Header::LEN + encode(&0u64).map_err(|e| e.0)?.len();
+        let (mut eng, mut core) = (Vec::new(), Vec::new());
+        for rep in 0..a.reps {
+            barrier(w)?;
+            let raw = raw_stream(w, k, spawn_size)?;
+            let mut r = [0.0; 2];
+            for (i, engine_place) in [true, false].into_iter().enumerate() {
+                barrier(w)?;
+                if w.rank() == 0 {
+                    let p = if engine_place {
+                        w.engine_place(1)
+                    } else {
+                        w.place(1, 0)
+                    };
+                    r[i] = spawns(&p, k)?;
+                }
+                barrier(w)?;
+            }
+            if w.rank() == 0 {
+                eprintln!(
+                    "rate {rep}: raw {raw:.2} Mmsg/s, spawn-engine {:.2} ({:.2}x), spawn-core {:.2} ({:.2}x)",
+                    r[0],
+                    r[0] / raw,
+                    r[1],
+                    r[1] / raw
+                );
+                eng.push(r[0] / raw);
+                core.push(r[1] / raw);
+            }
+        }
+        if w.rank() == 0 {
+            eprintln!(
+                "rate: median spawn-engine {:.2}x, spawn-core {:.2}x of the raw stream",
+                median(&eng),
+                median(&core)
+            );
+        }
+        Ok(())
+    }
 
     fn p2p(w: &World, a: &Args) -> Result<(), String> {
         if w.size() != 2 {

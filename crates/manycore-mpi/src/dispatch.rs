@@ -26,7 +26,7 @@ pub(crate) fn deliver(sh: &Arc<Shared>, from: usize, frame: Vec<u8>, bulk: Optio
         Kind::Call => call(sh, from, h, frame, bulk),
         Kind::Method => method(sh, from, h, frame),
         Kind::Reply => reply(sh, h, frame),
-        Kind::Free => sh.objects.free(h.object),
+        Kind::Free => sh.objects.free(sh, h.object),
         Kind::StealRequest
         | Kind::StealTask
         | Kind::StealNone
@@ -95,25 +95,32 @@ fn call(sh: &Arc<Shared>, from: usize, h: Header, frame: Vec<u8>, bulk: Option<V
 /// progress lock (the engine, or a thread polling for its reply), and
 /// `manycore_rt` carries each outside thread's messages to a core in a
 /// lane of its own, with no order between lanes; so the job waits in the
-/// core's queue here, in dispatch order, and the core is sent a *turn*
-/// that runs the oldest job queued for it. As many turns as jobs, and a
-/// core runs its turns one at a time, so the jobs run in dispatch order
-/// whichever turn comes first. A turn the core drops unrun (it is shutting
-/// down) drops the oldest job unrun, whose reply then answers `Shutdown`.
-fn spawn_ordered(sh: &Arc<Shared>, core: usize, job: Job) {
+/// core's queue here, in dispatch order, and the core runs the queue
+/// through *turns*, at most one on its way at a time (`turns.rs`: the
+/// protocol and its invariants). A turn the core drops unrun (it is
+/// shutting down) drops every job queued, whose replies then answer
+/// `Shutdown`.
+pub(crate) fn spawn_ordered(sh: &Arc<Shared>, core: usize, job: Job) {
     let Some(q) = sh.core_jobs.get(core) else {
         return;
     };
-    q.lock().unwrap_or_else(|e| e.into_inner()).push_back(job);
+    let send = q.lock().unwrap_or_else(|e| e.into_inner()).push(job);
+    if send {
+        send_turn(sh, core);
+    }
+}
+
+fn send_turn(sh: &Arc<Shared>, core: usize) {
     let mut turn = Turn {
         sh: sh.clone(),
         core,
         ran: false,
     };
+    // Refused (shutdown): the turn is dropped unrun, with the jobs.
     let _ = sh.rt.core(core).spawn(move || turn.run());
 }
 
-/// One turn of a core at its queue of jobs ([`spawn_ordered`]).
+/// The turn on its way to a core at its queue of jobs ([`spawn_ordered`]).
 struct Turn {
     sh: Arc<Shared>,
     core: usize,
@@ -121,16 +128,16 @@ struct Turn {
 }
 
 impl Turn {
-    fn next(&self) -> Option<Job> {
-        self.sh.core_jobs[self.core]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop_front()
-    }
-
     fn run(&mut self) {
         self.ran = true;
-        if let Some(job) = self.next() {
+        let (job, more) = self.sh.core_jobs[self.core]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .start();
+        if more {
+            send_turn(&self.sh, self.core);
+        }
+        if let Some(job) = job {
             job();
         }
     }
@@ -139,7 +146,12 @@ impl Turn {
 impl Drop for Turn {
     fn drop(&mut self) {
         if !self.ran {
-            drop(self.next());
+            let jobs = self.sh.core_jobs[self.core]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .dropped();
+            // Outside the lock: a job's reply sends its fallback.
+            drop(jobs);
         }
     }
 }
@@ -198,17 +210,45 @@ pub(crate) fn call_here(
 ) {
     // Not counted as work in progress: the reply is sent (or handed to the
     // poll that runs this, which sends it under the progress lock) before
-    // this returns, so no shutdown count can fall in between.
-    let reply = Reply::adopt(sh, from, &h, CallError::Shutdown);
+    // this returns, so no shutdown count can fall in between. No `Reply`
+    // either: nothing here can drop the call unanswered (a panic is
+    // caught), so the frame is made and sent straight away.
+    let one_way = h.has(Header::ONE_WAY);
+    let answer = |r: Result<Vec<u8>, CallError>| {
+        if one_way {
+            return;
+        }
+        let frame = match r {
+            Ok(frame) => frame,
+            Err(e) => {
+                let mut rh = Header::new(Kind::Reply);
+                rh.seq = h.seq;
+                crate::reply::error_frame(rh, &e)
+            }
+        };
+        sh.send(from, frame, None);
+    };
     let Some(entry) = sh.registry.get(h.func) else {
-        return reply.send(Err(CallError::UnknownFunction(h.func)));
+        return answer(Err(CallError::UnknownFunction(h.func)));
     };
     sh.conversing.store(true, Ordering::Relaxed);
-    match (entry.handler, bulk) {
-        (Handler::Call(f), None) => run_stub(reply, |out| f(args, out)),
-        (Handler::Bulk(f), Some(b)) => run_stub(reply, |out| f(args, b, out)),
-        _ => reply.send(Err(CallError::WrongKind(entry.name.to_string()))),
-    }
+    let mut out = if one_way {
+        Vec::new()
+    } else {
+        let mut rh = Header::new(Kind::Reply);
+        rh.seq = h.seq;
+        rh.frame(64)
+    };
+    let r = match (entry.handler, bulk) {
+        (Handler::Call(f), None) => catch_unwind(AssertUnwindSafe(|| f(args, &mut out))),
+        (Handler::Bulk(f), Some(b)) => catch_unwind(AssertUnwindSafe(|| f(args, b, &mut out))),
+        _ => return answer(Err(CallError::WrongKind(entry.name.to_string()))),
+    };
+    answer(match r {
+        Ok(Ok(())) => Ok(out),
+        Ok(Err(e)) => Err(e),
+        Err(p) => Err(CallError::Panicked(panic_message(&*p))),
+    });
 }
 
 /// Handles the frames of one batch from `from` (`batch[r]` for each range
@@ -290,11 +330,23 @@ struct Run {
 
 impl Run {
     fn run(mut self) {
+        // The output of one-way calls, dropped (one buffer for them all).
+        let mut dropped = Vec::new();
         for r in self.calls.by_ref() {
             let frame = &self.batch[r];
             let Some(h) = Header::parse(frame) else {
                 continue;
             };
+            if h.has(Header::ONE_WAY) {
+                // Nobody hears back (a `Reply` would answer nobody): run
+                // the stub with no reply to make, its failure staying here.
+                if let Some(Handler::Call(f)) = self.sh.registry.get(h.func).map(|e| e.handler) {
+                    dropped.clear();
+                    let _ =
+                        catch_unwind(AssertUnwindSafe(|| f(&frame[Header::LEN..], &mut dropped)));
+                }
+                continue;
+            }
             let reply = Reply::adopt(&self.sh, self.from, &h, CallError::Shutdown);
             match self.sh.registry.get(h.func).map(|e| (e, e.handler)) {
                 Some((_, Handler::Call(f))) => run_stub(reply, |out| f(&frame[Header::LEN..], out)),
@@ -326,9 +378,11 @@ fn method(sh: &Arc<Shared>, from: usize, h: Header, frame: Vec<u8>) {
     let Handler::Method(f) = entry.handler else {
         return reply.send(Err(CallError::WrongKind(entry.name.to_string())));
     };
-    // The object's table entry runs this on the object's core, or drops it
-    // (the reply then answers `StaleObject`).
+    // The object's table entry runs this on the object's core, after the
+    // jobs dispatched to that core before it, or drops it (the reply then
+    // answers `StaleObject`).
     sh.objects.invoke(
+        sh,
         h.object,
         Box::new(move |obj| match obj {
             Some(o) => run_stub(reply, |out| f(o, &frame[Header::LEN..], out)),

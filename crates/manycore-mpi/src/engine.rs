@@ -23,7 +23,9 @@
 //!    is running a call and may need the CPU; then yield for a while; then
 //!    sleep with a growing bound (a push to the outbox or a waiter giving up
 //!    wakes it at once; an MPI arrival is seen at the next poll, within the
-//!    bound).
+//!    bound). One-way frames gathering in the outbox wake it with their
+//!    first frame only, and keep its sleeps short (`MIN_PARK`) until it
+//!    takes them (`Shared::take_outbox_lazy`).
 //!
 //! Shutdown is collective and ends only when nothing is left anywhere:
 //! each rank tells every other rank it is stopping, and once a rank has
@@ -260,7 +262,7 @@ fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
         // While conversing with a caller, a poll that finds nothing tests
         // again a few times before it lets go of the lock.
         let spins = if hot { crate::progress::SPIN_TESTS } else { 0 };
-        worked |= p.poll_for(sh, world, None, spins);
+        worked |= p.poll_engine(sh, world, spins);
         if let Some(job) = sh.take_job() {
             // Frames queued before the job was (by the thread that handed
             // it in, say) leave before it runs: it may wait, in a raw MPI
@@ -362,12 +364,17 @@ fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
             // engine's recent gaps say pays, then sleep.
             let w = wait.get_or_insert_with(|| AdaptiveSpin::counted(YIELD, &gaps));
             if !w.spin() {
-                std::thread::park_timeout(park);
+                std::thread::park_timeout(if sh.queued() { MIN_PARK } else { park });
                 park = (park * 2).min(MAX_PARK);
                 w.slept();
             }
         } else if idle < spin + YIELD {
             std::thread::yield_now();
+        } else if sh.queued() {
+            // One-way frames gather in the outbox while their sender adds
+            // more (`Shared::take_outbox_lazy`): look again soon, without
+            // taking a CPU meanwhile (the sender sends a full batch itself).
+            std::thread::park_timeout(MIN_PARK);
         } else {
             std::thread::park_timeout(park);
             park = (park * 2).min(MAX_PARK);

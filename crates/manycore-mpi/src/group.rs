@@ -316,6 +316,7 @@ pub(crate) fn deliver(sh: &Arc<Shared>, from: usize, h: Header, frame: Vec<u8>) 
             index,
             done: false,
         };
-        sh.objects.invoke(object, Box::new(move |o| part.run(o)));
+        sh.objects
+            .invoke(sh, object, Box::new(move |o| part.run(o)));
     }
 }

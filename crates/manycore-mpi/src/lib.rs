@@ -148,6 +148,8 @@ mod reply;
 mod shared;
 mod stub;
 #[cfg(feature = "mpi")]
+mod turns;
+#[cfg(feature = "mpi")]
 mod worker;
 #[cfg(feature = "mpi")]
 mod world;

@@ -9,6 +9,7 @@
 //! another rank, since closures cannot travel.
 
 use crate::codec::encode_into;
+use crate::dispatch::spawn_ordered;
 use crate::error::CallError;
 use crate::function::MethodFn;
 use crate::header::{Header, Kind};
@@ -26,6 +27,8 @@ use std::sync::{Arc, Mutex};
 pub(crate) type Visit = Box<dyn FnOnce(Option<&mut dyn Any>) + Send>;
 
 struct Live {
+    /// The core the object lives on.
+    core: usize,
     visit: Arc<dyn Fn(Visit) + Send + Sync>,
     free: Box<dyn FnOnce() + Send>,
     /// The typed `manycore_rt::Remote<T>`, for `World::remove`.
@@ -74,25 +77,31 @@ impl ObjectTable {
     }
 
     /// Runs `v` with the object on its core, or with `None` if it is gone.
-    pub(crate) fn invoke(&self, object: u64, v: Visit) {
+    /// In dispatch order: the object's core takes the visit from its queue
+    /// of jobs (`dispatch::spawn_ordered`) and hands it to the object's
+    /// queue itself, so visits dispatched by different threads of this rank
+    /// (the engine, a thread polling for its reply) reach the object in the
+    /// order dispatched, as calls to a core do.
+    pub(crate) fn invoke(&self, sh: &Arc<Shared>, object: u64, v: Visit) {
         let (i, gen) = split(object);
         let visit = {
             let g = self.slots.lock().unwrap_or_else(|e| e.into_inner());
             g.0.get(i)
                 .filter(|s| s.gen == gen)
                 .and_then(|s| s.live.as_ref())
-                .map(|l| l.visit.clone())
+                .map(|l| (l.core, l.visit.clone()))
         };
         match visit {
-            Some(visit) => visit(v),
+            Some((core, visit)) => spawn_ordered(sh, core, Box::new(move || visit(v))),
             None => v(None),
         }
     }
 
-    /// Removes the object and frees it on its core (one-sided).
-    pub(crate) fn free(&self, object: u64) {
+    /// Removes the object and frees it on its core (one-sided), after the
+    /// visits dispatched before.
+    pub(crate) fn free(&self, sh: &Arc<Shared>, object: u64) {
         if let Some(live) = self.take(object) {
-            (live.free)();
+            spawn_ordered(sh, live.core, live.free);
         }
     }
 
@@ -214,6 +223,7 @@ impl World {
         let local = c.place(obj).map_err(|_| CallError::Shutdown)?;
         let (l1, l2) = (local.clone(), local.clone());
         let object = sh.objects.insert(Live {
+            core,
             visit: Arc::new(move |v: Visit| {
                 // A stale local object drops `v`, whose reply then answers.
                 let _ = l1.spawn(move |o: &mut T| v(Some(o as &mut dyn Any)));

@@ -208,16 +208,20 @@ impl<T: DeserializeOwned> Pending<T> {
     /// Blocks until the reply is in. See the module docs for what a core
     /// does meanwhile.
     pub fn wait(self) -> Result<T, CallError> {
-        self.wait_until(None)
+        self.wait_within(None)
     }
 
     /// Like [`wait`](Self::wait), but gives up after `timeout` with
     /// [`CallError::Timeout`]; the late reply is then dropped.
     pub fn wait_timeout(self, timeout: Duration) -> Result<T, CallError> {
-        self.wait_until(Instant::now().checked_add(timeout))
+        self.wait_within(Some(timeout))
     }
 
-    fn wait_until(mut self, deadline: Option<Instant>) -> Result<T, CallError> {
+    /// Waits at most `timeout`, counted from the first look at the clock:
+    /// a caller that polls for its reply reads the clock only once its
+    /// first polls found nothing (a reply that comes within them costs no
+    /// clock read; the bound starts a few microseconds late).
+    fn wait_within(mut self, timeout: Option<Duration>) -> Result<T, CallError> {
         if self.slot.is_done() {
             return self.finish();
         }
@@ -252,7 +256,10 @@ impl<T: DeserializeOwned> Pending<T> {
             (Some(_), Some(s)) => s.poll_window(),
             _ => SPIN,
         };
-        let spin_until = Instant::now() + window;
+        // Read at the first look at the clock (below), for the end of the
+        // spin and for the deadline.
+        let mut spin_until: Option<Instant> = None;
+        let mut deadline: Option<Instant> = None;
         let mut handed_over = false;
         // With `Tuning::adaptive`, a waiter that does not poll MPI waits as
         // its thread's recent gaps say (pausing, or yielding while the
@@ -261,6 +268,7 @@ impl<T: DeserializeOwned> Pending<T> {
             && on_core.is_none()
             && self.shared.as_ref().is_some_and(|s| s.tuning().adaptive);
         if adaptive {
+            let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
             return WAIT_GAPS.with(|gaps| {
                 let mut w = AdaptiveSpin::counted(SPIN, gaps);
                 while w.spin() {
@@ -300,6 +308,10 @@ impl<T: DeserializeOwned> Pending<T> {
                 continue;
             }
             let now = Instant::now();
+            let spin_until = *spin_until.get_or_insert_with(|| {
+                deadline = timeout.and_then(|t| now.checked_add(t));
+                now + window
+            });
             if now < spin_until && deadline.is_none_or(|d| now < d) {
                 let served = on_core.is_some() && manycore_rt::poll_once() > 0;
                 // Polling for a reply that only the peer's progress thread

@@ -41,6 +41,13 @@ const MAX_BATCH: usize = 64;
 /// receives of this size posted in advance (a longer frame is announced by
 /// a `Large` frame and follows on the bulk tag), and batches stay within it.
 const SMALL: usize = 4096;
+/// The longest batch. Below `SMALL` by room for MPI's own headers: Open
+/// MPI's shared-memory transport sends a message eagerly only while it fits
+/// 4 KiB *with* its headers (`btl_vader_eager_limit`); a longer one goes by
+/// rendezvous, a handshake with the sender and a copy by system call
+/// (CMA), several times the cost of an eager message and a wait for the
+/// sender's progress besides.
+const BATCH: usize = SMALL - 128;
 /// Receives kept posted.
 const POSTED: usize = 8;
 /// Tests for a message, at most, in one poll by a thread that expects one
@@ -217,6 +224,9 @@ pub(crate) struct Progress {
     pub(crate) received: u64,
     /// Scratch: the outbox's frames being taken.
     batch: VecDeque<Outgoing>,
+    /// The outbox's push count when the engine last left its frames to
+    /// gather (`Shared::take_outbox_lazy`).
+    seen: u64,
     /// Receives posted in advance, oldest (first to match) first.
     posted: VecDeque<OwnedRecv>,
     /// Receive buffers to post again (of messages already handled).
@@ -319,17 +329,38 @@ impl Progress {
         self.sent != before || self.backlogged > 0
     }
 
+    /// [`drain`](Self::drain) for the engine: a stream of one-way frames
+    /// still growing is left to gather (`Shared::take_outbox_lazy`).
+    pub(crate) fn drain_lazy(&mut self, sh: &Shared, comm: &SimpleCommunicator) -> bool {
+        if sh.queued() {
+            let mut seen = self.seen;
+            sh.take_outbox_lazy(&mut self.batch, &mut seen);
+            self.seen = seen;
+            self.enqueue_batch();
+        }
+        if self.backlogged == 0 {
+            return false;
+        }
+        let before = self.sent;
+        self.pump(comm, sh.tuning().coalesce);
+        self.sent != before || self.backlogged > 0
+    }
+
+    fn enqueue_batch(&mut self) {
+        let mut batch = std::mem::take(&mut self.batch);
+        for o in batch.drain(..) {
+            self.enqueue(o);
+        }
+        self.batch = batch;
+    }
+
     /// Moves the outbox's frames into the backlog.
     fn take(&mut self, sh: &Shared) {
         if !sh.queued() {
             return;
         }
         sh.take_outbox(&mut self.batch);
-        let mut batch = std::mem::take(&mut self.batch);
-        for o in batch.drain(..) {
-            self.enqueue(o);
-        }
-        self.batch = batch;
+        self.enqueue_batch();
     }
 
     fn enqueue(&mut self, o: Outgoing) {
@@ -358,24 +389,27 @@ impl Progress {
             // A lone frame (nothing after it for the same rank that could
             // join it) leaves as itself: no pack to build and copy out of.
             let alone = !self.backlog[to].front().is_some_and(|g| {
-                g.bulk.is_none() && Header::LEN + 8 + o.frame.len() + g.frame.len() <= SMALL
+                g.bulk.is_none() && Header::LEN + 8 + o.frame.len() + g.frame.len() <= BATCH
             });
-            if !coalesce || alone || o.bulk.is_some() || Header::LEN + 4 + o.frame.len() > SMALL {
+            if !coalesce || alone || o.bulk.is_some() || Header::LEN + 4 + o.frame.len() > BATCH {
                 self.post(comm, o);
                 continue;
             }
             // A batch: this frame and those after it for the same rank that
             // fit, up to one with bulk (which must follow them alone).
-            let mut pack = Header::new(Kind::Batch).frame(SMALL - Header::LEN);
+            let mut pack = Header::new(Kind::Batch).frame(BATCH - Header::LEN);
             let mut n = 0u64;
             let mut next = Some(o);
             while let Some(f) = next.take() {
                 pack.extend_from_slice(&(f.frame.len() as u32).to_le_bytes());
                 pack.extend_from_slice(&f.frame);
+                // Copied: back to this thread's pool, for the next frame a
+                // sender here encodes (no allocation per one-way frame).
+                crate::header::recycle(f.frame);
                 n += 1;
                 let fits = self.backlog[to]
                     .front()
-                    .is_some_and(|g| g.bulk.is_none() && pack.len() + 4 + g.frame.len() <= SMALL);
+                    .is_some_and(|g| g.bulk.is_none() && pack.len() + 4 + g.frame.len() <= BATCH);
                 if fits {
                     next = self.backlog[to].pop_front();
                     self.backlogged -= 1;
@@ -564,8 +598,8 @@ impl Progress {
     fn handle(&mut self, sh: &Arc<Shared>, comm: &SimpleCommunicator, from: usize, frame: Vec<u8>) {
         match Header::parse(&frame) {
             Some(h) if h.kind == Kind::Batch => {
-                // Where each frame lies in the batch.
-                let mut frames = Vec::new();
+                // Where each frame lies in the batch (`seq` counts them).
+                let mut frames = Vec::with_capacity((h.seq as usize).min(SMALL / 4));
                 let mut at = Header::LEN;
                 while let Some(len) = frame.get(at..at + 4) {
                     let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
@@ -633,6 +667,25 @@ impl Progress {
         if self.receive(sh, comm, done, spins) {
             worked = true;
             self.drain(sh, comm);
+        }
+        self.reclaim();
+        worked
+    }
+
+    /// [`poll_for`](Self::poll_for) for the engine: a stream of one-way
+    /// frames still growing in the outbox is left to gather
+    /// ([`drain_lazy`](Self::drain_lazy)).
+    pub(crate) fn poll_engine(
+        &mut self,
+        sh: &Arc<Shared>,
+        comm: &SimpleCommunicator,
+        spins: u32,
+    ) -> bool {
+        let _mark = Mark::new();
+        let mut worked = self.drain_lazy(sh, comm);
+        if self.receive(sh, comm, None, spins) {
+            worked = true;
+            self.drain_lazy(sh, comm);
         }
         self.reclaim();
         worked

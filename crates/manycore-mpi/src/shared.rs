@@ -64,6 +64,8 @@ pub(crate) struct Outgoing {
 }
 
 pub(crate) struct Shared {
+    /// Unique per world made in this process (from 1).
+    id: usize,
     pub(crate) rank: usize,
     pub(crate) size: usize,
     pub(crate) cores: usize,
@@ -85,6 +87,14 @@ pub(crate) struct Shared {
     /// cleared under it by a take): a poll that finds it clear skips the
     /// lock.
     queued: AtomicBool,
+    /// Frames ever pushed to the outbox, and frames in it now, and whether
+    /// one of them expects an answer or answers (is not one-way): written
+    /// under the outbox's lock, read without it by the engine, which lets
+    /// a stream of one-way frames gather while it is still growing
+    /// ([`take_outbox_lazy`](Self::take_outbox_lazy)).
+    pushed: AtomicU64,
+    outbox_len: AtomicUsize,
+    prompt: AtomicBool,
     pub(crate) mpi_jobs: Mutex<VecDeque<MpiJob>>,
     /// Whether `mpi_jobs` may hold a job (the same way).
     pub(crate) jobs_queued: AtomicBool,
@@ -117,7 +127,7 @@ pub(crate) struct Shared {
     pub(crate) coll: CollectiveInbox,
     /// Per core, the jobs handed to it in dispatch order
     /// (`dispatch::spawn_ordered`).
-    pub(crate) core_jobs: Vec<Mutex<VecDeque<crate::dispatch::Job>>>,
+    pub(crate) core_jobs: Vec<Mutex<crate::turns::Turns<crate::dispatch::Job>>>,
 }
 
 /// The hasher of the table of calls waiting for replies: its keys are
@@ -142,6 +152,15 @@ impl Hasher for SeqHasher {
 
 static CURRENT: RwLock<Option<Arc<Shared>>> = RwLock::new(None);
 
+/// Sequence numbers a thread takes from `Shared::next_seq` at a time.
+const SEQ_BLOCK: u64 = 64;
+
+thread_local! {
+    /// This thread's block of sequence numbers: (the world it belongs to,
+    /// the next number, the end of the block).
+    static SEQ: std::cell::Cell<(usize, u64, u64)> = const { std::cell::Cell::new((0, 0, 0)) };
+}
+
 /// A thread polling MPI while it waits (counted in `Shared::pollers` until
 /// dropped).
 pub(crate) struct Polling<'a>(&'a Shared);
@@ -162,7 +181,9 @@ impl Shared {
         serialized: bool,
     ) -> Self {
         let cores = rt.num_cores();
+        static WORLDS: AtomicUsize = AtomicUsize::new(1);
         let sh = Shared {
+            id: WORLDS.fetch_add(1, Ordering::Relaxed),
             rank,
             size,
             cores,
@@ -177,6 +198,9 @@ impl Shared {
             poll_every: AtomicU32::new(0),
             outbox: Mutex::new(VecDeque::new()),
             queued: AtomicBool::new(false),
+            pushed: AtomicU64::new(0),
+            outbox_len: AtomicUsize::new(0),
+            prompt: AtomicBool::new(false),
             mpi_jobs: Mutex::new(VecDeque::new()),
             jobs_queued: AtomicBool::new(false),
             engine: OnceLock::new(),
@@ -193,7 +217,7 @@ impl Shared {
             objects: ObjectTable::default(),
             join: JoinInbox::default(),
             coll: CollectiveInbox::default(),
-            core_jobs: (0..cores).map(|_| Mutex::new(VecDeque::new())).collect(),
+            core_jobs: (0..cores).map(|_| Mutex::default()).collect(),
         };
         sh.set_tuning(Tuning::default());
         sh
@@ -347,11 +371,19 @@ impl Shared {
                 Err(back) => o = back,
             }
         }
+        let lazy = t.coalesce && one_way;
         let queued = {
             let mut q = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
             q.push_back(o);
+            let n = q.len();
+            if !lazy {
+                self.prompt.store(true, Ordering::Relaxed);
+            }
+            self.outbox_len.store(n, Ordering::Relaxed);
+            self.pushed
+                .store(self.pushed.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
             self.queued.store(true, Ordering::Release);
-            q.len()
+            n
         };
         // A stream of one-way frames: every so many, the sender packs and
         // posts them itself if it can, instead of leaving it all to the
@@ -359,7 +391,12 @@ impl Shared {
         if t.direct_send && queued >= FLUSH_AT && self.flush_outbox() {
             return;
         }
-        self.wake_engine();
+        // A one-way frame joining others wakes nobody: the engine, woken
+        // by the first, sends them once the stream pauses (or the sender
+        // does, every `FLUSH_AT` frames, or before it waits).
+        if !lazy || queued == 1 || queued >= FLUSH_AT {
+            self.wake_engine();
+        }
     }
 
     /// Sends what the outbox holds from this thread, if it can take the
@@ -410,7 +447,33 @@ impl Shared {
         }
         let mut q = self.outbox.lock().unwrap_or_else(|e| e.into_inner());
         into.append(&mut q);
+        self.outbox_len.store(0, Ordering::Relaxed);
+        self.prompt.store(false, Ordering::Relaxed);
         self.queued.store(false, Ordering::Relaxed);
+    }
+
+    /// [`take_outbox`](Self::take_outbox) for the engine, which leaves a
+    /// stream of one-way frames to gather while it grows: it takes them
+    /// only once no frame was pushed since its last look (`seen`, the push
+    /// count it saw then), or once they fill a batch's worth, or when one
+    /// of them is not one-way, or at shutdown. A sender that goes on to
+    /// wait sends them itself (its next call or collective goes after
+    /// them), and the engine does not sleep while frames wait here, so a
+    /// frame lingers at most until the stream pauses for one engine poll.
+    pub(crate) fn take_outbox_lazy(&self, into: &mut VecDeque<Outgoing>, seen: &mut u64) {
+        if !self.queued.load(Ordering::Acquire) {
+            return;
+        }
+        let pushed = self.pushed.load(Ordering::Relaxed);
+        if pushed != *seen
+            && !self.prompt.load(Ordering::Relaxed)
+            && self.outbox_len.load(Ordering::Relaxed) < FLUSH_AT
+            && !self.stopping.load(Ordering::Relaxed)
+        {
+            *seen = pushed;
+            return;
+        }
+        self.take_outbox(into);
     }
 
     /// The next job for `World::with_mpi`, if any.
@@ -432,6 +495,26 @@ impl Shared {
         let outbox = self.outbox.lock().unwrap_or_else(|e| e.into_inner()).len();
         let pending = self.pending.lock().unwrap_or_else(|e| e.into_inner()).len();
         (outbox + pending + self.handlers.load(Ordering::Acquire)) as u64
+    }
+
+    /// A sequence number unique on this rank for the process's life: from
+    /// a block of [`SEQ_BLOCK`] that this thread took from `next_seq` (one
+    /// shared read-modify-write per block, not per call). The block is
+    /// tagged with the world it came from (`id`), so a thread never uses
+    /// numbers of an earlier world.
+    fn next_seq(&self) -> u64 {
+        let me = self.id;
+        SEQ.try_with(|c| {
+            let (world, next, end) = c.get();
+            if world == me && next < end {
+                c.set((world, next + 1, end));
+                return next;
+            }
+            let start = self.next_seq.fetch_add(SEQ_BLOCK, Ordering::Relaxed);
+            c.set((me, start + 1, start + SEQ_BLOCK));
+            start
+        })
+        .unwrap_or_else(|_| self.next_seq.fetch_add(1, Ordering::Relaxed))
     }
 
     fn check_place(&self, rank: usize, core: usize) -> Result<(), CallError> {
@@ -471,7 +554,7 @@ impl Shared {
             to.core as u16
         };
         h.func = to.func?;
-        h.seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        h.seq = self.next_seq();
         h.object = to.object;
         if bulk.is_some() {
             h.flags |= Header::BULK;

@@ -164,6 +164,18 @@ remote_fn! {
     }
 }
 
+/// A remote object that records what its method received, in order.
+#[derive(Debug, Default)]
+struct Trail(Vec<u64>);
+
+remote_fn! {
+    fn trail_push(t: &mut Trail, i: u64) -> () { t.0.push(i); }
+}
+
+remote_fn! {
+    fn trail_take(t: &mut Trail, _u: ()) -> Vec<u64> { std::mem::take(&mut t.0) }
+}
+
 fn ensure(ok: bool, what: impl Into<String>) -> Result<(), String> {
     if ok {
         Ok(())
@@ -432,6 +444,53 @@ fn objects(w: &World) -> Result<(), String> {
     )
 }
 
+/// Methods and group methods from one rank take effect on an object in
+/// the order sent, although the receiving rank's engine and a thread of
+/// that rank polling for its own reply both dispatch them.
+fn method_order(w: &World) -> Result<(), String> {
+    let e = |e: Error| e.to_string();
+    let c = |e: CallError| e.to_string();
+    let me = w.rank();
+    let next = (me + 1) % w.size();
+    let mine = w.put(0, Trail::default()).map_err(c)?;
+    let all: Vec<Remote<Trail>> = w
+        .all_reduce(vec![mine], |mut a, b| {
+            a.extend(b);
+            a
+        })
+        .map_err(e)?;
+    let t = all[next];
+    let g = RemoteGroup::new(vec![t]);
+    for (how, group) in [("methods", false), ("group methods", true)] {
+        for i in 0..2000u64 {
+            if group {
+                g.spawn(&trail_push, i).map_err(c)?;
+            } else {
+                t.spawn(&trail_push, i).map_err(c)?;
+            }
+            if i % 50 == 49 {
+                // Polls for its reply, dispatching what arrives here
+                // meanwhile (the previous rank's methods) in the engine's
+                // stead.
+                let r = w.engine_place(next).call(&square, 3).wait_timeout(T);
+                ensure(r == Ok(9), format!("square between {how}: {r:?}"))?;
+            }
+        }
+        let log = t.call(&trail_take, ()).wait_timeout(T).map_err(c)?;
+        ensure(
+            log == (0..2000).collect::<Vec<_>>(),
+            format!(
+                "{how} to {t:?}: {} landed, in order: {}",
+                log.len(),
+                log.windows(2).all(|w| w[0] < w[1])
+            ),
+        )?;
+    }
+    w.all_reduce(0u8, |a, _| a).map_err(e)?; // nobody invokes `mine` now
+    w.remove(&mine).map_err(c)?;
+    Ok(())
+}
+
 fn groups(w: &World) -> Result<(), String> {
     let e = |e: Error| e.to_string();
     let c = |e: CallError| e.to_string();
@@ -580,7 +639,7 @@ fn main() {
         .timeout(Duration::from_secs(60))
         .init()
         .expect("World::init");
-    let cases: [Case; 10] = [
+    let cases: [Case; 11] = [
         ("calls", calls),
         ("calls_engine_only", calls_engine_only),
         ("adaptive_waits", adaptive_waits),
@@ -588,6 +647,7 @@ fn main() {
         ("bulk", bulk),
         ("faults", faults),
         ("objects", objects),
+        ("method_order", method_order),
         ("groups", groups),
         ("collectives", collectives),
         ("distributed_join", distributed_join),
