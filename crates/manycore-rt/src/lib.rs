@@ -61,7 +61,11 @@
 //! * a future that never completes (`sleep(Duration::MAX)`) is never ready,
 //!   and off the cores `park_current(Duration::MAX)` sleeps for good;
 //! * an outside thread whose ring to a core is full waits until the core
-//!   makes room, or the runtime closes.
+//!   makes room, or the runtime closes;
+//! * inside a [`batch_spawns`] scope, code that waits for a spawn's effect
+//!   by other means than the runtime (a spin on an atomic, a `std` channel)
+//!   may wait for ever: the scope defers the spawn's publication, which is
+//!   what it is for. Outside a scope every spawn is visible at once.
 //!
 //! # Memory
 //!
