@@ -321,12 +321,7 @@ impl Progress {
     /// is room. Whether anything is (or still waits to be) sent.
     pub(crate) fn drain(&mut self, sh: &Shared, comm: &SimpleCommunicator) -> bool {
         self.take(sh);
-        if self.backlogged == 0 {
-            return false;
-        }
-        let before = self.sent;
-        self.pump(comm, sh.tuning().coalesce);
-        self.sent != before || self.backlogged > 0
+        self.pump_backlog(sh, comm)
     }
 
     /// [`drain`](Self::drain) for the engine: a stream of one-way frames
@@ -338,6 +333,12 @@ impl Progress {
             self.seen = seen;
             self.enqueue_batch();
         }
+        self.pump_backlog(sh, comm)
+    }
+
+    /// The common end of both drains: sends what the backlog holds; true
+    /// if anything went out or is still waiting.
+    fn pump_backlog(&mut self, sh: &Shared, comm: &SimpleCommunicator) -> bool {
         if self.backlogged == 0 {
             return false;
         }
@@ -662,14 +663,7 @@ impl Progress {
         done: Option<&AtomicBool>,
         spins: u32,
     ) -> bool {
-        let _mark = Mark::new();
-        let mut worked = self.drain(sh, comm);
-        if self.receive(sh, comm, done, spins) {
-            worked = true;
-            self.drain(sh, comm);
-        }
-        self.reclaim();
-        worked
+        self.poll_with(sh, comm, done, spins, Self::drain)
     }
 
     /// [`poll_for`](Self::poll_for) for the engine: a stream of one-way
@@ -681,11 +675,24 @@ impl Progress {
         comm: &SimpleCommunicator,
         spins: u32,
     ) -> bool {
+        self.poll_with(sh, comm, None, spins, Self::drain_lazy)
+    }
+
+    /// One poll, sending with `drain`: send, receive, send what the
+    /// received frames queued, reclaim.
+    fn poll_with(
+        &mut self,
+        sh: &Arc<Shared>,
+        comm: &SimpleCommunicator,
+        done: Option<&AtomicBool>,
+        spins: u32,
+        drain: fn(&mut Self, &Shared, &SimpleCommunicator) -> bool,
+    ) -> bool {
         let _mark = Mark::new();
-        let mut worked = self.drain_lazy(sh, comm);
-        if self.receive(sh, comm, None, spins) {
+        let mut worked = drain(self, sh, comm);
+        if self.receive(sh, comm, done, spins) {
             worked = true;
-            self.drain_lazy(sh, comm);
+            drain(self, sh, comm);
         }
         self.reclaim();
         worked

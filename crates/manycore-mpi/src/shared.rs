@@ -418,9 +418,16 @@ impl Shared {
         let comm = SimpleCommunicator::world();
         // What was queued before this frame leaves before it.
         p.send(self, &comm, o);
-        // A short send is usually done at once: then the engine need not
-        // be woken (a wakeup is a system call here, and a thread that may
-        // preempt a spinning one there).
+        self.after_send(p);
+        Ok(())
+    }
+
+    /// Ends a send made under the progress lock `p`: reclaims what MPI has
+    /// finished and, only if a send is still in flight, wakes the engine
+    /// after the lock is released. A short send is usually done at once:
+    /// then the engine need not be woken (a wakeup is a system call here,
+    /// and a thread that may preempt a spinning one there).
+    fn after_send(&self, mut p: MutexGuard<'_, Progress>) {
         p.reclaim();
         let sending = p.sending();
         drop(p);
@@ -428,7 +435,6 @@ impl Shared {
             // A send MPI has not finished needs progress: the engine's.
             self.wake_engine();
         }
-        Ok(())
     }
 
     /// Whether the outbox may hold frames (a hint: see `take_outbox`).
@@ -621,12 +627,7 @@ impl Shared {
         if quiet {
             return Ok(());
         }
-        p.reclaim();
-        let sending = p.sending();
-        drop(p);
-        if sending {
-            self.wake_engine();
-        }
+        self.after_send(p);
         Ok(())
     }
 
