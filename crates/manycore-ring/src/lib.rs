@@ -82,5 +82,8 @@ pub fn channel<T: Send>(capacity: usize) -> Result<(Producer<T>, Consumer<T>), R
 #[cfg(all(test, not(loom)))]
 mod tests;
 
+#[cfg(test)]
+mod test_rec;
+
 #[cfg(all(test, loom))]
 mod loom_tests;

@@ -70,46 +70,7 @@ fn drop_with_messages_in_flight() {
     });
 }
 
-/// A record of the packed ring's models: `cells` cells, an id, and a word
-/// in its last cell (so that a torn or overlapping record is seen).
-#[derive(Clone, Copy)]
-#[repr(C)]
-struct Rec {
-    cells: u64,
-    id: u64,
-    more: std::mem::MaybeUninit<[u64; 6]>,
-}
-
-// SAFETY: `cells_from` reads the first word; `cells` is 1..=4 and a Rec is
-// 64 bytes; the words past its cells are a MaybeUninit never read.
-unsafe impl crate::packed::Packed for Rec {
-    unsafe fn cells_from(p: *const Self) -> usize {
-        // SAFETY: the caller gives a Rec whose first cell is written.
-        unsafe { (*p).cells as usize }
-    }
-}
-
-fn rec(cells: u64, id: u64) -> Rec {
-    let mut more = [0u64; 6];
-    // The record's last word: in its last cell.
-    if cells > 1 {
-        more[(cells as usize * 2 - 3).min(5)] = id + 100;
-    }
-    Rec {
-        cells,
-        id,
-        more: std::mem::MaybeUninit::new(more),
-    }
-}
-
-fn last_word(r: &Rec) -> Option<u64> {
-    (r.cells > 1).then(|| {
-        let p = r.more.as_ptr().cast::<u64>();
-        // SAFETY: the word lies in the record's own cells, copied from an
-        // initialised value.
-        unsafe { p.add((r.cells as usize * 2 - 3).min(5)).read() }
-    })
-}
+use crate::test_rec::Rec;
 
 /// Records of 3, 2, 4 and 1 cells through a ring of 8 cells (so that they
 /// wrap and run into the shadow cells), published in two batches (and
@@ -124,7 +85,7 @@ fn packed_batches_fifo_whole() {
         let t = loom::thread::spawn(move || {
             let mut i = 0;
             while i < LENS.len() {
-                if tx.try_push(rec(LENS[i], i as u64)).is_ok() {
+                if tx.try_push(Rec::new(LENS[i], i as u64)).is_ok() {
                     if i == 1 || i == LENS.len() - 1 {
                         tx.publish();
                     }
@@ -141,7 +102,7 @@ fn packed_batches_fifo_whole() {
             match rx.try_pop() {
                 Some(r) => {
                     assert_eq!((r.id, r.cells), (next, LENS[next as usize]));
-                    assert_eq!(last_word(&r), (r.cells > 1).then_some(next + 100));
+                    assert_eq!(r.words(), Rec::new(r.cells, next).words());
                     next += 1;
                 }
                 None => loom::thread::yield_now(),
