@@ -67,14 +67,20 @@ const WAYS: [&str; 7] = [
     "local",
 ];
 
-fn once(rt: &Runtime, way: &'static str, n: u64) -> (Duration, Duration) {
-    let (c0, c1) = (rt.core(0).clone(), rt.core(1).clone());
+/// Core `c1` expects `n` arrivals (the last one sends its time on the
+/// returned channel); with `instances`, it also makes the `n` instances,
+/// each of one input, whose firing is an arrival.
+fn expect_arrivals(
+    c1: &manycore_rt::Core,
+    n: u64,
+    instances: bool,
+) -> (Vec<Instance<u64, User>>, mpsc::Receiver<Instant>) {
     let (done_tx, done_rx) = mpsc::channel();
     let on1 = c1.clone();
     let receivers = c1
         .call(move || {
             LEFT.with(|l| *l.borrow_mut() = Some((n, done_tx)));
-            if way == "spawn" {
+            if !instances {
                 return Vec::new();
             }
             (0..n)
@@ -83,6 +89,12 @@ fn once(rt: &Runtime, way: &'static str, n: u64) -> (Duration, Duration) {
         })
         .wait()
         .unwrap();
+    (receivers, done_rx)
+}
+
+fn once(rt: &Runtime, way: &'static str, n: u64) -> (Duration, Duration) {
+    let (c0, c1) = (rt.core(0).clone(), rt.core(1).clone());
+    let (receivers, done_rx) = expect_arrivals(&c1, n, way != "spawn");
     let (tx, rx) = mpsc::channel();
     let from = if way == "local" { c1.clone() } else { c0 };
     Instance::<(), User>::new(&from, 0, move |ctx, _| {
@@ -151,17 +163,7 @@ fn once(rt: &Runtime, way: &'static str, n: u64) -> (Duration, Duration) {
 /// 1 has run what core 0 sent after them.
 fn drops_once(rt: &Runtime, n: u64) -> f64 {
     let (c0, c1) = (rt.core(0).clone(), rt.core(1).clone());
-    let (done_tx, done_rx) = mpsc::channel();
-    let on1 = c1.clone();
-    let receivers = c1
-        .call(move || {
-            LEFT.with(|l| *l.borrow_mut() = Some((n, done_tx)));
-            (0..n)
-                .map(|_| Instance::<u64, User>::new(&on1, 1, |_, _| arrive()).unwrap())
-                .collect::<Vec<_>>()
-        })
-        .wait()
-        .unwrap();
+    let (receivers, done_rx) = expect_arrivals(&c1, n, true);
     let (tx, rx) = mpsc::channel();
     Instance::<(), User>::new(&c0, 0, move |ctx, _| {
         for (k, r) in receivers.iter().enumerate() {
