@@ -197,6 +197,25 @@ pub(crate) struct Ran {
     pub timed_out: bool,
 }
 
+impl Ran {
+    /// What went wrong with the run of `what` bounded by `limit`, as a note
+    /// for the reader: stopped at the limit, or failed (with the last lines
+    /// of its stderr); `None` if it ended well.
+    pub(crate) fn problem(&self, what: &str, limit: Duration) -> Option<String> {
+        if self.timed_out {
+            Some(format!("{what}: stopped after {limit:?}"))
+        } else if self.status != Some(0) {
+            Some(format!(
+                "{what}: failed (status {:?}):\n{}",
+                self.status,
+                tail(&self.stderr, 10)
+            ))
+        } else {
+            None
+        }
+    }
+}
+
 pub(crate) fn run_bounded(cmd: &mut Command, limit: Duration) -> std::io::Result<Ran> {
     let mut child = cmd
         .stdin(Stdio::null())
@@ -368,20 +387,10 @@ fn run(o: &Options, progress: &Progress) -> Vec<Record> {
         match run_bounded(&mut cmd, limit) {
             Err(e) => note(progress, format!("{what}: mpirun could not start: {e}")),
             Ok(ran) => {
-                let got: Vec<Record> = ran.stdout.lines().filter_map(parse_record).collect();
-                if ran.timed_out {
-                    note(progress, format!("{what}: stopped after {limit:?}"));
-                } else if ran.status != Some(0) {
-                    note(
-                        progress,
-                        format!(
-                            "{what}: failed (status {:?}):\n{}",
-                            ran.status,
-                            tail(&ran.stderr, 10)
-                        ),
-                    );
+                if let Some(problem) = ran.problem(&what, limit) {
+                    note(progress, problem);
                 }
-                recs.extend(got);
+                recs.extend(ran.stdout.lines().filter_map(parse_record));
             }
         }
     }

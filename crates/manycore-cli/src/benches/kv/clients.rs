@@ -229,7 +229,7 @@ fn batched_client(shards: &Shards, ops: &[Op], p: Params, watch: &Watch) -> Resu
     let mut pending: Vec<Vec<Op>> = (0..shards.len()).map(|_| Vec::with_capacity(size)).collect();
     let mut q: VecDeque<Invocation<u64>> = VecDeque::with_capacity(window);
     let mut sum = 0u64;
-    let mut send = |s: usize, batch: Vec<Op>, sum: &mut u64| -> Result<(), String> {
+    let mut ship = |s: usize, batch: Vec<Op>, sum: &mut u64| -> Result<(), String> {
         if q.len() == window {
             if let Some(inv) = q.pop_front() {
                 *sum = sum.wrapping_add(inv.wait().map_err(|e| format!("invoke: {e}"))?);
@@ -246,12 +246,12 @@ fn batched_client(shards: &Shards, ops: &[Op], p: Params, watch: &Watch) -> Resu
         pending[s].push(op);
         if pending[s].len() == size {
             let batch = std::mem::replace(&mut pending[s], Vec::with_capacity(size));
-            send(s, batch, &mut sum)?;
+            ship(s, batch, &mut sum)?;
         }
     }
     for (s, batch) in pending.into_iter().enumerate() {
         if !batch.is_empty() {
-            send(s, batch, &mut sum)?;
+            ship(s, batch, &mut sum)?;
         }
     }
     for inv in q {

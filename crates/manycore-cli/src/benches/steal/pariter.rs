@@ -180,17 +180,8 @@ pub fn run(o: &Options, progress: &Progress, out: &mut Vec<Record>) {
                 match run_bounded(&mut cmd, limit) {
                     Err(e) => note(progress, format!("{what}: could not start: {e}")),
                     Ok(ran) => {
-                        if ran.timed_out {
-                            note(progress, format!("{what}: stopped after {limit:?}"));
-                        } else if ran.status != Some(0) {
-                            note(
-                                progress,
-                                format!(
-                                    "{what}: failed (status {:?}):\n{}",
-                                    ran.status,
-                                    tail(&ran.stderr, 10)
-                                ),
-                            );
+                        if let Some(problem) = ran.problem(&what, limit) {
+                            note(progress, problem);
                         }
                         got.extend(
                             ran.stdout
