@@ -17,12 +17,13 @@
 use crate::codec::{decode, encode_into};
 use crate::error::Error;
 use crate::header::{Header, Kind};
-use crate::shared::Shared;
+use crate::shared::{SeqHasher, Shared};
 use crate::world::World;
 use manycore_sync::{AdaptiveSpin, GapPredictor};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -37,10 +38,14 @@ thread_local! {
     static COLL_GAPS: GapPredictor = GapPredictor::new(SPIN);
 }
 
-/// Partials and results that arrived, by (collective, kind, sender).
+/// A collective frame's key: (collective, kind, sender).
+type Key = (u64, u8, usize);
+
+/// Partials and results that arrived, by (collective, kind, sender). Keys
+/// are hashed cheaply (`SeqHasher`): they are few and distinct.
 #[derive(Default)]
 pub(crate) struct CollectiveInbox {
-    arrived: Mutex<HashMap<(u64, u8, usize), Vec<u8>>>,
+    arrived: Mutex<HashMap<Key, Vec<u8>, BuildHasherDefault<SeqHasher>>>,
     cv: Condvar,
     /// Threads asleep on `cv` (a delivery notifies only if there are any:
     /// changed under the `arrived` lock, so a delivery after a sleeper's
@@ -83,16 +88,30 @@ impl CollectiveInbox {
         if crate::progress::progressing() {
             return Err(Error::WouldBlock);
         }
-        // The engine may be asleep after a quiet spell: it is to poll
-        // eagerly from now.
-        sh.hand_over();
+        let coll_poll = sh.tuning().coll_poll;
+        if coll_poll {
+            // One poll before anything else: the frame is often in MPI's
+            // hands already (its sender ran ahead), and then this costs no
+            // clock read and no count among the pollers.
+            match crate::progress::poll_for_collective(sh, key) {
+                Some(Ok(f)) => return Ok(f),
+                Some(Err(true)) => {
+                    if let Some(f) = lock().remove(&key) {
+                        return Ok(f);
+                    }
+                }
+                _ => {}
+            }
+        }
         let start = Instant::now();
         let deadline = timeout.and_then(|t| start.checked_add(t));
-        let polling = if sh.tuning().coll_poll {
-            sh.polling()
-        } else {
-            None
-        };
+        let polling = if coll_poll { sh.polling() } else { None };
+        if polling.is_none() {
+            // The engine may be asleep after a quiet spell: it is to poll
+            // eagerly from now. (A thread that polls itself leaves the
+            // engine asleep: it would only step aside again.)
+            sh.hand_over();
+        }
         if polling.is_none() && sh.tuning().adaptive {
             // As this thread's recent waits say: pausing, or yielding while
             // the process has more awake threads than CPUs, counted as
@@ -119,7 +138,14 @@ impl CollectiveInbox {
                     break;
                 }
                 if polling.is_some() {
-                    sh.progress_once();
+                    match crate::progress::poll_for_collective(sh, key) {
+                        // This poll received the frame itself.
+                        Some(Ok(f)) => return Ok(f),
+                        // A poll that received something looks in the
+                        // inbox again at once: the frame may be among it.
+                        Some(Err(true)) => continue,
+                        _ => {}
+                    }
                 }
                 std::thread::yield_now();
             }
@@ -128,6 +154,9 @@ impl CollectiveInbox {
             drop(polling);
             sh.hand_over();
         }
+        // Asleep from here: the engine, which receives the partial, keeps
+        // its own sleeps short meanwhile.
+        let _expecting = sh.expect();
         let mut g = lock();
         loop {
             if let Some(f) = g.remove(&key) {
@@ -172,7 +201,9 @@ impl World {
     ) -> Result<T, Error> {
         let sh = &self.shared;
         let f = sh.coll.take(sh, (seq, kind, from), sh.timeout)?;
-        Ok(decode(&f[Header::LEN..])?)
+        let v = decode(&f[Header::LEN..]);
+        crate::header::recycle(f);
+        Ok(v?)
     }
 
     fn up<T: Serialize + DeserializeOwned>(

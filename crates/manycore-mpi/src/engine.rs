@@ -62,7 +62,18 @@ use std::time::{Duration, Instant};
 /// engine).
 const YIELD: Duration = Duration::from_micros(200);
 const MIN_PARK: Duration = Duration::from_micros(20);
+/// How long the engine polls for a caller's next message without yielding
+/// (after that it yields between looks, until `Tuning::engine_spin_us`):
+/// the caller may share this engine's CPU, and then its message comes only
+/// once this thread lets go of that CPU (a scheduler slice, milliseconds,
+/// if it never does).
+const HOT_YIELD: Duration = Duration::from_micros(20);
 const MAX_PARK: Duration = Duration::from_millis(1);
+/// The longest an idle engine sleeps while a thread of its rank sleeps
+/// until a frame from another rank arrives for it (`Shared::expecting`):
+/// nothing wakes the engine when that frame arrives, and a sleep of
+/// `MAX_PARK` there would add up to a millisecond to the wait.
+const AWAIT_PARK: Duration = Duration::from_micros(80);
 
 fn level(t: Threading) -> ThreadLevel {
     match t {
@@ -351,7 +362,7 @@ fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
             if adaptive {
                 awake.get_or_insert_with(Awake::enter);
             }
-            if adaptive && Awake::crowded() {
+            if (adaptive && Awake::crowded()) || (!adaptive && idle >= HOT_YIELD) {
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
@@ -364,7 +375,11 @@ fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
             // engine's recent gaps say pays, then sleep.
             let w = wait.get_or_insert_with(|| AdaptiveSpin::counted(YIELD, &gaps));
             if !w.spin() {
-                std::thread::park_timeout(if sh.queued() { MIN_PARK } else { park });
+                std::thread::park_timeout(if sh.queued() {
+                    MIN_PARK
+                } else {
+                    bounded(sh, park)
+                });
                 park = (park * 2).min(MAX_PARK);
                 w.slept();
             }
@@ -376,9 +391,19 @@ fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
             // taking a CPU meanwhile (the sender sends a full batch itself).
             std::thread::park_timeout(MIN_PARK);
         } else {
-            std::thread::park_timeout(park);
+            std::thread::park_timeout(bounded(sh, park));
             park = (park * 2).min(MAX_PARK);
         }
+    }
+}
+
+/// The idle engine's sleep `park`, bounded by `AWAIT_PARK` while a thread
+/// of this rank sleeps until a frame from another rank arrives for it.
+fn bounded(sh: &Shared, park: Duration) -> Duration {
+    if sh.expecting.load(Ordering::Acquire) > 0 {
+        park.min(AWAIT_PARK)
+    } else {
+        park
     }
 }
 

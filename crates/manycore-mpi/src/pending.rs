@@ -30,6 +30,9 @@ const SPIN: Duration = Duration::from_micros(100);
 /// bound, in case a wakeup is lost to a race with registration, not a
 /// timing the protocol relies on.
 const MAX_PARK: Duration = Duration::from_millis(5);
+/// How long a waiter polls MPI for its reply without yielding; then it
+/// yields between looks, until its poll window ends.
+const POLL_YIELD: Duration = Duration::from_micros(20);
 
 #[derive(Default)]
 struct SlotState {
@@ -261,6 +264,9 @@ impl<T: DeserializeOwned> Pending<T> {
         let mut spin_until: Option<Instant> = None;
         let mut deadline: Option<Instant> = None;
         let mut handed_over = false;
+        // Once asleep: counted among the threads the engine receives for
+        // (it keeps its own sleeps short meanwhile).
+        let mut _expecting = None;
         // With `Tuning::adaptive`, a waiter that does not poll MPI waits as
         // its thread's recent gaps say (pausing, or yielding while the
         // process has more awake threads than CPUs), counted as awake.
@@ -316,8 +322,13 @@ impl<T: DeserializeOwned> Pending<T> {
                 let served = on_core.is_some() && manycore_rt::poll_once() > 0;
                 // Polling for a reply that only the peer's progress thread
                 // produces, we keep the CPU, as MPI's own blocking calls
-                // do; else we yield it to whoever produces the reply.
-                if polling.is_none() && !served {
+                // do, for a while; then we yield between looks: the peer's
+                // thread may share our CPU, and would otherwise run only
+                // when the scheduler preempts us (a slice, milliseconds,
+                // every call). Not polling, we yield it to whoever
+                // produces the reply.
+                let polled_long = polling.is_some() && now + window >= spin_until + POLL_YIELD;
+                if (polling.is_none() || polled_long) && !served {
                     std::thread::yield_now();
                 }
                 continue;
@@ -330,6 +341,7 @@ impl<T: DeserializeOwned> Pending<T> {
                         s.hand_over();
                     }
                 }
+                _expecting = self.shared.as_ref().map(|s| s.expect());
             }
             let park = match deadline {
                 Some(d) => {

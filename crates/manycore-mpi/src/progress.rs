@@ -93,6 +93,40 @@ thread_local! {
     static OWN: RefCell<Option<(u64, ReplyResult)>> = const { RefCell::new(None) };
 }
 
+thread_local! {
+    /// The collective frame this thread waits for while it polls, as the
+    /// collective inbox keys it (collective, kind, sender), and the frame
+    /// once this thread received it itself ([`poll_for_collective`]).
+    static COLL_WANT: Cell<Option<(u64, u8, usize)>> = const { Cell::new(None) };
+    static COLL_OWN: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
+}
+
+/// Whether the frame `h` from `from` is the collective frame this thread
+/// polls for.
+fn wanted_here(h: &Header, from: usize) -> bool {
+    matches!(h.kind, Kind::CollectiveUp | Kind::CollectiveDown)
+        && COLL_WANT.try_with(Cell::get).ok().flatten() == Some((h.seq, h.kind as u8, from))
+}
+
+/// One poll by a thread waiting in a collective for the frame `key`
+/// (collective, kind, sender): `Some` if it could take the progress lock,
+/// holding the frame if this poll received it (it stops receiving then;
+/// the frame skips the collective inbox), else whether anything happened.
+pub(crate) fn poll_for_collective(
+    sh: &Arc<Shared>,
+    key: (u64, u8, usize),
+) -> Option<Result<Vec<u8>, bool>> {
+    COLL_WANT.with(|w| w.set(Some(key)));
+    let worked = sh.progress_once();
+    COLL_WANT.with(|w| w.set(None));
+    let own = COLL_OWN.with(|o| o.borrow_mut().take());
+    match (own, worked) {
+        (Some(f), _) => Some(Ok(f)),
+        (None, Some(w)) => Some(Err(w)),
+        (None, None) => None,
+    }
+}
+
 /// The reply to call `seq` if this thread received it itself while polling
 /// for it: the waiter takes it here, without its slot's lock.
 pub(crate) fn take_own(seq: u64) -> Option<ReplyResult> {
@@ -551,8 +585,20 @@ impl Progress {
                         None => dispatch::reply(sh, h, frame),
                     }
                 }
+                // The collective frame this thread polls for: it keeps it
+                // (past the inbox's lock and table), and stops receiving.
+                Some(h) if wanted_here(&h, from) => {
+                    self.received += 1;
+                    let mut frame = crate::header::buffer(msg.len());
+                    frame.extend_from_slice(msg);
+                    self.spare.push(buf);
+                    COLL_OWN.with(|o| *o.borrow_mut() = Some(frame));
+                    COLL_WANT.with(|w| w.set(None));
+                    break;
+                }
                 _ => {
-                    let frame = msg.to_vec();
+                    let mut frame = crate::header::buffer(msg.len());
+                    frame.extend_from_slice(msg);
                     self.spare.push(buf);
                     self.handle(sh, comm, from, frame);
                     self.send_deferred(sh, comm);

@@ -107,6 +107,12 @@ pub(crate) struct Shared {
     /// Threads polling MPI while they wait ([`Polling`]): while there are
     /// any, the engine keeps out of their way.
     pub(crate) pollers: AtomicUsize,
+    /// Threads asleep until a frame from another rank arrives for them (a
+    /// call's reply, a collective's partial) after they stopped polling:
+    /// while there are any, the idle engine, the one to receive that frame
+    /// (no MPI arrival wakes it), sleeps at most a short bound between its
+    /// polls ([`Expecting`]).
+    pub(crate) expecting: AtomicUsize,
     /// A call to the engine place ran here: a conversation with its caller
     /// is likely on, and the engine polls without yielding for a while.
     pub(crate) conversing: AtomicBool,
@@ -171,6 +177,16 @@ impl Drop for Polling<'_> {
     }
 }
 
+/// A thread asleep until a frame from another rank arrives for it
+/// (counted in `Shared::expecting` until dropped).
+pub(crate) struct Expecting<'a>(&'a Shared);
+
+impl Drop for Expecting<'_> {
+    fn drop(&mut self) {
+        self.0.expecting.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 impl Shared {
     pub(crate) fn new(
         rank: usize,
@@ -207,6 +223,7 @@ impl Shared {
             engine_gone: AtomicBool::new(false),
             kick: AtomicBool::new(false),
             pollers: AtomicUsize::new(0),
+            expecting: AtomicUsize::new(0),
             conversing: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
             abort: AtomicBool::new(false),
@@ -270,6 +287,15 @@ impl Shared {
     pub(crate) fn hand_over(&self) {
         self.kick.store(true, Ordering::Release);
         self.wake_engine();
+    }
+
+    /// Counts the calling thread among those asleep until a frame from
+    /// another rank arrives for them, and wakes the engine, which is to
+    /// receive it and so keeps its sleeps short until then.
+    pub(crate) fn expect(&self) -> Expecting<'_> {
+        self.expecting.fetch_add(1, Ordering::AcqRel);
+        self.wake_engine();
+        Expecting(self)
     }
 
     /// Wakes the progress engine.
