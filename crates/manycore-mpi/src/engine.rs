@@ -17,13 +17,14 @@
 //!    produced;
 //! 3. run a job handed in by `World::with_mpi`, if any (after sending what
 //!    was queued before it);
-//! 4. when idle: right after running a call on the engine place, poll
-//!    without yielding for a while (`Tuning::engine_spin_us`; the caller's
-//!    next message is usually microseconds away), unless a core of this rank
-//!    is running a call and may need the CPU; then yield for a while; then
-//!    sleep with a growing bound (a push to the outbox or a waiter giving up
-//!    wakes it at once; an MPI arrival is seen at the next poll, within the
-//!    bound). One-way frames gathering in the outbox wake it with their
+//! 4. when idle: right after running a call on the engine place, poll for
+//!    a while (`Tuning::engine_spin_us`; the caller's next message is
+//!    usually microseconds away), yielding between polls once `HOT_YIELD`
+//!    passed without one, unless a core of this rank is running a call and
+//!    may need the CPU; then yield for a while; then sleep with a growing
+//!    bound (a push to the outbox or a waiter giving up wakes it at once;
+//!    an MPI arrival is seen at the next poll, within the bound, which is
+//!    short while a thread of the rank sleeps until a frame arrives for it). One-way frames gathering in the outbox wake it with their
 //!    first frame only, and keep its sleeps short (`MIN_PARK`) until it
 //!    takes them (`Shared::take_outbox_lazy`).
 //!
