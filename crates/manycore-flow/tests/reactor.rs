@@ -505,46 +505,63 @@ fn a_ping_pong_through_two_pipes_keeps_every_round_in_order() {
     }
 }
 
+/// Writes of the given sizes into one pipe (some wait for room, parked
+/// behind others), then reads of the given sizes (cycled; some wait for
+/// data) until every byte is back: the bytes read are the bytes written,
+/// in order, and the writes' counts add up to them.
+fn stream_keeps_its_order(b: Backend, chunks: &[usize], reads: &[usize]) {
+    let rt = runtime(2);
+    let reactor = Reactor::with_backend(b).unwrap();
+    let (rx, tx) = pipe().unwrap();
+    let (wdev, rdev) = (reactor.register(tx).unwrap(), reactor.register(rx).unwrap());
+    let mut sent = Vec::new();
+    let mut wrote = Vec::new();
+    for (i, &len) in chunks.iter().enumerate() {
+        // At most 4096 bytes: a pipe takes such a write whole or not at all.
+        let chunk: Vec<u8> = (0..len).map(|k| (i * 31 + k) as u8).collect();
+        sent.extend_from_slice(&chunk);
+        let (done, out) = Outcome::new(rt.core(i % 2)).unwrap();
+        wdev.write(&kernel(), chunk, done);
+        wrote.push(out);
+    }
+    let mut got = Vec::new();
+    // Each read's answer is awaited before the next is made, so the
+    // reads' order is the stream's.
+    for (i, &len) in reads.iter().cycle().enumerate() {
+        if got.len() >= sent.len() {
+            break;
+        }
+        let (done, out) = Outcome::new(rt.core(i % 2)).unwrap();
+        rdev.read(&kernel(), len, done);
+        got.extend(out.wait_timeout(WAIT).unwrap().unwrap());
+    }
+    let counts: usize = wrote
+        .into_iter()
+        .map(|o| o.wait_timeout(WAIT).unwrap().unwrap())
+        .sum();
+    assert_eq!(counts, sent.len(), "{b:?}");
+    assert_eq!(got, sent, "{b:?}");
+}
+
 #[test]
 fn reads_and_writes_on_the_direct_path_keep_the_streams_order() {
-    // Writes of many sizes into a small pipe (some wait for room, parked
-    // behind others), reads of many sizes (some wait for data): the bytes
-    // read are the bytes written, in order.
-    use std::sync::{Arc, Mutex};
+    // About 70 KB into a 64 KB pipe: the last writes wait for room.
+    let chunks: Vec<usize> = (0..200).map(|i| (i * 37) % 700 + 1).collect();
+    let reads: Vec<usize> = (0..50).map(|i| (i * 53) % 900 + 1).collect();
     for b in backends() {
-        let rt = runtime(2);
-        let reactor = Reactor::with_backend(b).unwrap();
-        let (rx, tx) = pipe().unwrap();
-        let (wdev, rdev) = (reactor.register(tx).unwrap(), reactor.register(rx).unwrap());
-        let mut sent = Vec::new();
-        let mut wrote = Vec::new();
-        for i in 0..200usize {
-            let chunk: Vec<u8> = (0..(i * 37) % 700 + 1).map(|k| (i + k) as u8).collect();
-            sent.extend_from_slice(&chunk);
-            let (done, out) = Outcome::new(rt.core(i % 2)).unwrap();
-            wdev.write(&kernel(), chunk, done);
-            wrote.push(out);
+        stream_keeps_its_order(b, &chunks, &reads);
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 16, ..Default::default() })]
+    #[test]
+    fn any_stream_of_reads_and_writes_keeps_its_order(
+        chunks in proptest::collection::vec(1usize..4096, 1..40),
+        reads in proptest::collection::vec(1usize..8192, 1..20),
+    ) {
+        for b in backends() {
+            stream_keeps_its_order(b, &chunks, &reads);
         }
-        let total = sent.len();
-        let got = Arc::new(Mutex::new(Vec::new()));
-        let mut reads = 0;
-        // Read until every byte is back (each read's answer is awaited
-        // before the next is made, so the reads' order is the stream's).
-        while got.lock().unwrap().len() < total {
-            let (done, out) = Outcome::new(rt.core(reads % 2)).unwrap();
-            rdev.read(&kernel(), (reads * 53) % 900 + 1, done);
-            let data = out.wait_timeout(WAIT).unwrap().unwrap();
-            got.lock().unwrap().extend_from_slice(&data);
-            reads += 1;
-        }
-        // Every write was answered with its whole length or a prefix; the
-        // pipe took them in order, so what was read is a prefix of what
-        // was sent, and all of it once the counts add up.
-        let counts: usize = wrote
-            .into_iter()
-            .map(|o| o.wait_timeout(WAIT).unwrap().unwrap())
-            .sum();
-        assert_eq!(counts, total, "{b:?}");
-        assert_eq!(*got.lock().unwrap(), sent, "{b:?}");
     }
 }
