@@ -3,7 +3,8 @@
 //! `OwnerCell` (who may reach an instance's owner half), the real `Shared`
 //! (an instance's reference count), the real
 //! `Turnstile` (a gate's lock word, queue and handoff) and the real
-//! reactor `Commands` (its queue and sleep handshake).
+//! reactor `Commands` (its queue and sleep handshake), and a model of the
+//! reactor's ports (a parked request and the edge that serves it).
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test
 //! --release -p manycore-flow --lib loom_tests`
@@ -397,5 +398,96 @@ fn reactor_commands_stop_racing_a_push() {
         assert!(c.take(&mut out, true));
         assert_eq!(out, if accepted { vec![7] } else { vec![] });
         assert!(c.push(8).is_err());
+    });
+}
+
+/// The direct path's parking (`reactor/port.rs`), against a model of a
+/// port's lock and queue, a pipe (a count of bytes) and the pipe's
+/// edge-triggered epoll entry (a flag the writer raises after adding its
+/// data, taken by exactly one waiter, who then serves the port). Two reads
+/// are issued as `Port::submit` does (under the lock: queued behind a
+/// waiting head, or tried at once and parked only on `EAGAIN`) while a
+/// writer adds two bytes and a poller takes what edge it finds and serves
+/// as `Port::serve` does (under the lock: heads until `EAGAIN`). After them
+/// the reactor waits for edges while reads are parked: if a read could be
+/// parked with its data already there and the edge already taken, the
+/// reactor would find no edge to come and the model fails.
+#[test]
+fn reactor_port_parked_read_is_never_stranded() {
+    struct Pipe {
+        bytes: AtomicUsize,
+        /// Edges raised and not yet taken (epoll reports them as one).
+        edge: AtomicUsize,
+    }
+    impl Pipe {
+        /// A non-blocking read of one byte: false is `EAGAIN`.
+        fn read(&self) -> bool {
+            let mut n = self.bytes.load(Ordering::SeqCst);
+            loop {
+                if n == 0 {
+                    return false;
+                }
+                match self
+                    .bytes
+                    .compare_exchange(n, n - 1, Ordering::SeqCst, Ordering::SeqCst)
+                {
+                    Ok(_) => return true,
+                    Err(m) => n = m,
+                }
+            }
+        }
+    }
+    /// A server that took the edge: heads until `EAGAIN` or empty.
+    fn serve(port: &Mutex<VecDeque<u32>>, pipe: &Pipe, answered: &AtomicUsize) {
+        let mut q = port.lock().unwrap();
+        while !q.is_empty() && pipe.read() {
+            q.pop_front();
+            answered.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    model(|| {
+        let port = Arc::new(Mutex::new(VecDeque::<u32>::new()));
+        let answered = Arc::new(AtomicUsize::new(0));
+        let pipe = Arc::new(Pipe {
+            bytes: AtomicUsize::new(0),
+            edge: AtomicUsize::new(0),
+        });
+        let p = pipe.clone();
+        let writer = thread::spawn(move || {
+            for _ in 0..2 {
+                p.bytes.fetch_add(1, Ordering::SeqCst);
+                p.edge.fetch_add(1, Ordering::SeqCst);
+            }
+        });
+        let (q, p, a) = (port.clone(), pipe.clone(), answered.clone());
+        let poller = thread::spawn(move || {
+            if p.edge.swap(0, Ordering::SeqCst) > 0 {
+                serve(&q, &p, &a);
+            }
+        });
+        // The issuer: two reads, as `Port::submit` makes them.
+        for r in 0..2 {
+            let mut q = port.lock().unwrap();
+            if q.is_empty() && pipe.read() {
+                answered.fetch_add(1, Ordering::Relaxed);
+            } else {
+                q.push_back(r);
+            }
+        }
+        writer.join().unwrap();
+        poller.join().unwrap();
+        // The reactor: every parked read has an edge still to come.
+        while !port.lock().unwrap().is_empty() {
+            assert!(
+                pipe.edge.swap(0, Ordering::SeqCst) > 0,
+                "a read parked with no edge to come: stranded"
+            );
+            serve(&port, &pipe, &answered);
+        }
+        assert_eq!(
+            answered.load(Ordering::Relaxed),
+            2,
+            "each read answered once"
+        );
     });
 }

@@ -14,24 +14,25 @@ pub(crate) const RDHUP: u32 = libc::EPOLLRDHUP as u32;
 /// Edge-triggered.
 pub(crate) const ET: u32 = libc::EPOLLET as u32;
 
-/// An epoll instance.
+/// The most events one wait reports.
+pub(crate) const BATCH: usize = 64;
+
+/// An epoll instance. Shared: any thread may wait on it (each wait reports
+/// an edge-triggered event to one waiter only).
 pub(crate) struct Epoll {
     fd: OwnedFd,
-    events: Vec<libc::epoll_event>,
 }
 
 impl Epoll {
-    /// A new instance that reports up to `batch` events per wait.
-    pub(crate) fn new(batch: usize) -> io::Result<Self> {
+    /// A new instance.
+    pub(crate) fn new() -> io::Result<Self> {
         // SAFETY: epoll_create1 takes no pointers.
         let fd = check(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
         Ok(Self {
             // SAFETY: epoll_create1 succeeded: a fresh fd nothing else owns.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
-            events: vec![libc::epoll_event { events: 0, u64: 0 }; batch.max(1)],
         })
     }
-
     /// Watches `fd` for `events`, reported with `token`.
     pub(crate) fn add(&self, fd: BorrowedFd<'_>, events: u32, token: u64) -> io::Result<()> {
         let mut ev = libc::epoll_event { events, u64: token };
@@ -64,32 +65,40 @@ impl Epoll {
         .map(drop)
     }
 
-    /// Waits up to `timeout_ms` (-1: no limit) and appends the (token,
-    /// events) pairs reported to `out`. `EINTR` reports nothing.
-    pub(crate) fn wait(&mut self, timeout_ms: i32, out: &mut Vec<(u64, u32)>) -> io::Result<()> {
-        // SAFETY: the kernel writes at most `events.len()` entries into
-        // `events`, which this instance owns.
+    /// Waits up to `timeout_ms` (-1: no limit) and hands each (token,
+    /// events) pair reported (at most `max`, at most [`BATCH`]) to `out`;
+    /// returns how many. `EINTR` reports nothing.
+    pub(crate) fn wait(
+        &self,
+        timeout_ms: i32,
+        max: usize,
+        mut out: impl FnMut(u64, u32),
+    ) -> io::Result<usize> {
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; BATCH];
+        let max = max.clamp(1, BATCH);
+        // SAFETY: the kernel writes at most `max <= events.len()` entries
+        // into `events`, a local array.
         let r = unsafe {
             libc::epoll_wait(
                 self.fd.as_raw_fd(),
-                self.events.as_mut_ptr(),
-                self.events.len() as libc::c_int,
+                events.as_mut_ptr(),
+                max as libc::c_int,
                 timeout_ms,
             )
         };
         if r < 0 {
             let e = io::Error::last_os_error();
             return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(())
+                Ok(0)
             } else {
                 Err(e)
             };
         }
-        for ev in &self.events[..r as usize] {
+        for ev in &events[..r as usize] {
             // Copies: the struct is packed on x86_64.
             let (token, events) = (ev.u64, ev.events);
-            out.push((token, events));
+            out(token, events);
         }
-        Ok(())
+        Ok(r as usize)
     }
 }

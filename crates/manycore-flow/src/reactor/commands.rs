@@ -13,6 +13,7 @@
 //! is missed: either the reactor's `take` sees the command, or it set
 //! `sleeping` before the push, and then the pusher wakes it.
 
+use manycore_sync::atomic::{AtomicBool, Ordering};
 use manycore_sync::Mutex;
 
 struct State<C> {
@@ -24,6 +25,9 @@ struct State<C> {
 /// The reactor's command queue.
 pub(crate) struct Commands<C> {
     state: Mutex<State<C>>,
+    /// `stopped`, readable without the lock (set under it, never cleared):
+    /// the direct path refuses to start once the reactor has stopped.
+    stopped: AtomicBool,
 }
 
 /// What a push found.
@@ -43,6 +47,7 @@ impl<C> Commands<C> {
                 sleeping: false,
                 stopped: false,
             }),
+            stopped: AtomicBool::new(false),
         }
     }
 
@@ -80,11 +85,17 @@ impl<C> Commands<C> {
         self.lock().sleeping = false;
     }
 
+    /// Whether a stop was asked (a hint: a stop may be racing the call).
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed)
+    }
+
     /// Asks the reactor to stop; returns whether it was asleep (the caller
     /// then wakes it). Later pushes are refused.
     pub(crate) fn stop(&self) -> bool {
         let mut s = self.lock();
         s.stopped = true;
+        self.stopped.store(true, Ordering::Relaxed);
         std::mem::replace(&mut s.sleeping, false)
     }
 }

@@ -1,21 +1,18 @@
-//! The epoll engine: every device's fd is watched edge-triggered for both
-//! directions; when a request arrives, and whenever the fd becomes ready,
-//! the reactor serves the head requests of its queues with non-blocking
-//! reads and writes until one would block (then the next edge resumes it)
-//! or the queue is empty. An fd epoll cannot watch (a regular file) is
-//! always ready: its requests are served when they arrive.
+//! The epoll engine. A device epoll watches is on the direct path
+//! (`port.rs`): its issuers try their requests themselves and park those
+//! that would block; the reactor waits on the shared epoll instance (as
+//! issuers poll it) and serves the ports whose edges it takes. An fd epoll
+//! cannot watch (a regular file) is always ready: it is the reactor's own,
+//! and its requests are served by the reactor thread when they arrive.
 
 use super::request::{self, add, Answer, Dir, Queues, Req};
-use super::{Cmd, IoError, Shared};
-use crate::raw::epoll::{Epoll, ET, IN, OUT, RDHUP};
+use super::{Cmd, IoError, Shared, WAKE};
+use crate::raw::epoll::{Epoll, BATCH, IN};
 use crate::raw::fd;
 use manycore_sync::{AdaptiveSpin, GapPredictor};
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-
-/// The token of the wake eventfd.
-const WAKE: u64 = u64::MAX;
 
 /// The longest the reactor polls before it waits in the kernel (the
 /// runtime's default `Hybrid` budget).
@@ -26,8 +23,6 @@ struct Dev {
     queues: Queues,
     /// The fd could not be prepared: the error every request gets.
     broken: Option<IoError>,
-    /// Watched by epoll (false: always ready).
-    pollable: bool,
 }
 
 fn errno(e: &io::Error) -> i32 {
@@ -35,7 +30,7 @@ fn errno(e: &io::Error) -> i32 {
 }
 
 /// The reactor thread's loop (see `Commands` for the sleep handshake).
-pub(super) fn run(sh: &Shared, mut ep: Epoll) {
+pub(super) fn run(sh: &Shared, ep: &Epoll) {
     let counters = &sh.counters;
     let mut devs: HashMap<u64, Dev> = HashMap::new();
     // The wake eventfd, level-triggered: readable until drained.
@@ -44,7 +39,7 @@ pub(super) fn run(sh: &Shared, mut ep: Epoll) {
     if armed.is_err() && sh.commands.stop() {
         sh.ring_wake();
     }
-    let (mut cmds, mut events) = (Vec::new(), Vec::new());
+    let (mut cmds, mut events) = (Vec::new(), Vec::with_capacity(BATCH));
     // Before it waits in the kernel the reactor polls (non-blocking epoll
     // waits and looks at its queue) for as long as the adaptive idle
     // policy says: about twice the gaps it has seen between pieces of
@@ -61,7 +56,7 @@ pub(super) fn run(sh: &Shared, mut ep: Epoll) {
         let sleep_now = sleep && cmds.is_empty() && !stopped;
         let had_cmds = !cmds.is_empty();
         for c in cmds.drain(..) {
-            command(&ep, &mut devs, c, sh);
+            command(&mut devs, c, sh);
         }
         if stopped {
             break;
@@ -69,32 +64,34 @@ pub(super) fn run(sh: &Shared, mut ep: Epoll) {
         events.clear();
         let r = if sleep_now {
             add(&counters.waits, 1);
-            let r = ep.wait(-1, &mut events);
+            let r = ep.wait(-1, BATCH, |t, e| events.push((t, e)));
             sh.commands.awake();
             spin.slept();
             r
         } else {
-            ep.wait(0, &mut events)
+            ep.wait(0, BATCH, |t, e| events.push((t, e)))
         };
         if r.is_err() {
             // Unusable: refuse new requests, answer the rest.
             sh.commands.stop();
             sh.commands.take(&mut cmds, false);
             for c in cmds.drain(..) {
-                command(&ep, &mut devs, c, sh);
+                command(&mut devs, c, sh);
             }
             break;
         }
+        let mut work = had_cmds;
         for &(token, _) in &events {
             if token == WAKE {
                 let mut b = Vec::with_capacity(8);
                 let _ = fd::read(sh.wake.as_fd(), &mut b);
-            } else if let Some(d) = devs.get_mut(&token) {
-                drive(d, Dir::Read, sh);
-                drive(d, Dir::Write, sh);
+                work = true;
+            } else if let Some(p) = sh.port(token) {
+                p.serve(&counters.reactor, &sh.parked);
+                work = true;
             }
         }
-        if had_cmds || !events.is_empty() {
+        if work {
             spin.found();
             sleep = false;
         } else {
@@ -102,58 +99,54 @@ pub(super) fn run(sh: &Shared, mut ep: Epoll) {
             sleep = !spin.spin();
         }
     }
+    sh.close_ports();
     for (_, mut d) in devs.drain() {
-        request::fail_queued(&mut d.queues, [0, 0], IoError::Shutdown, counters);
+        request::fail_queued(&mut d.queues, [0, 0], IoError::Shutdown, &counters.reactor);
         counters
             .devices
             .fetch_sub(1, manycore_sync::atomic::Ordering::Relaxed);
     }
 }
 
-fn command(ep: &Epoll, devs: &mut HashMap<u64, Dev>, c: Cmd, sh: &Shared) {
+fn command(devs: &mut HashMap<u64, Dev>, c: Cmd, sh: &Shared) {
     let counters = &sh.counters;
     match c {
-        Cmd::Register { id, fd } => {
-            let mut broken = fd::set_nonblocking(fd.as_fd(), true)
-                .err()
-                .map(|e| IoError::Os(errno(&e)));
-            let mut pollable = true;
-            if broken.is_none() {
-                match ep.add(fd.as_fd(), IN | OUT | RDHUP | ET, id) {
-                    Ok(()) => {}
-                    // Not pollable (a regular file): always ready.
-                    Err(e) if e.raw_os_error() == Some(libc::EPERM) => pollable = false,
-                    Err(e) => broken = Some(IoError::Os(errno(&e))),
-                }
-            }
+        Cmd::Register { id, fd, broken } => {
+            // Not pollable (epoll refused it: a regular file, always ready)
+            // or broken; either way never in the epoll instance.
             devs.insert(
                 id,
                 Dev {
                     fd,
                     queues: Default::default(),
                     broken,
-                    pollable,
                 },
             );
             add(&counters.devices, 1);
         }
         Cmd::Request { id, req } => {
-            add(&counters.requests, 1);
+            add(&counters.reactor.requests, 1);
             match devs.get_mut(&id) {
                 Some(d) => {
                     let dir = req.dir();
                     d.queues[dir as usize].push_back(req);
                     drive(d, dir, sh);
                 }
-                None => request::answer(req, Answer::Failed(IoError::Deregistered), counters),
+                None => request::answer(
+                    req,
+                    Answer::Failed(IoError::Deregistered),
+                    &counters.reactor,
+                ),
             }
         }
         Cmd::Deregister { id } => {
             if let Some(mut d) = devs.remove(&id) {
-                request::fail_queued(&mut d.queues, [0, 0], IoError::Deregistered, counters);
-                if d.pollable && d.broken.is_none() {
-                    let _ = ep.delete(d.fd.as_fd());
-                }
+                request::fail_queued(
+                    &mut d.queues,
+                    [0, 0],
+                    IoError::Deregistered,
+                    &counters.reactor,
+                );
                 counters
                     .devices
                     .fetch_sub(1, manycore_sync::atomic::Ordering::Relaxed);
@@ -162,15 +155,15 @@ fn command(ep: &Epoll, devs: &mut HashMap<u64, Dev>, c: Cmd, sh: &Shared) {
     }
 }
 
-/// Serves `d`'s `dir` queue from the head until an operation would block
-/// or the queue is empty.
+/// Serves `d`'s `dir` queue from the head until it is empty (the fd is
+/// always ready).
 fn drive(d: &mut Dev, dir: Dir, sh: &Shared) {
     let q = &mut d.queues[dir as usize];
     while let Some(head) = q.front_mut() {
         let (n, buf) = match (d.broken, head) {
             (Some(e), _) => {
                 if let Some(req) = q.pop_front() {
-                    request::answer(req, Answer::Failed(e), &sh.counters);
+                    request::answer(req, Answer::Failed(e), &sh.counters.reactor);
                 }
                 continue;
             }
@@ -186,13 +179,9 @@ fn drive(d: &mut Dev, dir: Dir, sh: &Shared) {
                 Err(e) => (-(errno(&e) as i64), Vec::new()),
             },
         };
-        if n == -(libc::EAGAIN as i64) && d.pollable {
-            // The next edge resumes this queue.
-            return;
-        }
         if let Some(req) = q.pop_front() {
             let a = request::outcome(&req, n, buf);
-            request::answer(req, a, &sh.counters);
+            request::answer(req, a, &sh.counters.reactor);
         }
     }
 }

@@ -4,7 +4,11 @@
 //!
 //! A [`Reactor`] is one thread that waits in the kernel for the devices
 //! registered with it ([`Reactor::register`]): through epoll (the measured
-//! default) or io_uring where the kernel allows it ([`Backend`]). A request
+//! default) or io_uring where the kernel allows it ([`Backend`]). Under
+//! epoll a request that need not wait is made and answered on its issuer's
+//! thread, which then serves the edges ready in the reactor's epoll
+//! instance; the reactor thread serves the rest (the direct path,
+//! `port.rs`). A request
 //! ([`Device::read`], [`Device::write`]) names its receiver, the slot of an
 //! instance; when the device completes it, the reactor delivers the answer
 //! to that slot as a kernel-mode continuation signal: no wait queue, no
@@ -15,6 +19,7 @@
 
 pub(crate) mod commands;
 mod epoll;
+pub(crate) mod port;
 mod request;
 mod uring;
 
@@ -22,12 +27,15 @@ use crate::ctx::{Ctx, Outside};
 use crate::instance::Slot;
 use crate::mode::{ContinuesTo, Kernel, Mode};
 use commands::{Commands, Pushed};
-use manycore_sync::atomic::{AtomicU64, Ordering};
-use request::{Counters, Req};
+use manycore_sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use manycore_sync::CachePadded;
+use port::{Port, Submitted};
+use request::{Answer, Counters, Req};
+use std::collections::HashMap;
 use std::fmt;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex, OnceLock};
 use std::thread::{JoinHandle, ThreadId};
 
 /// The answer a receiver of a device request gets.
@@ -111,7 +119,7 @@ pub enum Backend {
 pub struct ReactorStats {
     /// Devices registered and not yet deregistered.
     pub devices: u64,
-    /// Requests the reactor took.
+    /// Requests made.
     pub requests: u64,
     /// Requests answered with a value.
     pub completed: u64,
@@ -124,13 +132,28 @@ pub struct ReactorStats {
     pub wakeups: u64,
     /// Times the reactor thread waited in the kernel.
     pub waits: u64,
+    /// Requests answered on their issuers' threads rather than by the
+    /// reactor thread (the direct path: see [`Device`]).
+    pub direct: u64,
 }
 
 /// A command to the reactor thread.
 pub(crate) enum Cmd {
-    Register { id: u64, fd: OwnedFd },
-    Request { id: u64, req: Req },
-    Deregister { id: u64 },
+    /// A device off the direct path: an fd epoll refuses (a regular file),
+    /// or one that could not be prepared (`broken`: the error its requests
+    /// get); under io_uring, every device.
+    Register {
+        id: u64,
+        fd: OwnedFd,
+        broken: Option<IoError>,
+    },
+    Request {
+        id: u64,
+        req: Req,
+    },
+    Deregister {
+        id: u64,
+    },
 }
 
 /// What the reactor's handles share with its thread.
@@ -140,6 +163,14 @@ pub(crate) struct Shared {
     pub(crate) wake: OwnedFd,
     pub(crate) counters: Counters,
     next_id: AtomicU64,
+    /// The epoll instance, under the epoll backend (set by the reactor
+    /// thread before it reports its backend). Shared: issuers poll it.
+    pub(crate) epoll: OnceLock<crate::raw::epoll::Epoll>,
+    /// The devices on the direct path, by id (an epoll event's token).
+    /// (Lines of their own: the reactor's spin locks the command queue.)
+    pub(crate) ports: CachePadded<manycore_sync::Mutex<HashMap<u64, Arc<Port>>>>,
+    /// Requests parked in ports (a hint for issuers: poll only if some).
+    pub(crate) parked: CachePadded<AtomicUsize>,
 }
 
 impl Shared {
@@ -154,6 +185,51 @@ impl Shared {
             }
         }
         Ok(())
+    }
+
+    fn ports(&self) -> manycore_sync::MutexGuard<'_, HashMap<u64, Arc<Port>>> {
+        self.ports.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The port of the device `id`, if it is on the direct path.
+    pub(crate) fn port(&self, id: u64) -> Option<Arc<Port>> {
+        self.ports().get(&id).cloned()
+    }
+
+    /// An issuer whose request went through: if requests are parked, takes
+    /// the edges the epoll instance has ready (without waiting) and serves
+    /// their ports here, the reactor thread's work done on this thread.
+    fn poll(&self) {
+        const MAX: usize = 16;
+        if self.parked.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let Some(ep) = self.epoll.get() else {
+            return;
+        };
+        let (mut ids, mut k) = ([0u64; MAX], 0);
+        let _ = ep.wait(0, MAX, |token, _| {
+            // The wake eventfd is level-triggered: the reactor sees it too.
+            if token != WAKE {
+                ids[k] = token;
+                k += 1;
+            }
+        });
+        for &id in &ids[..k] {
+            if let Some(p) = self.port(id) {
+                p.serve(&self.counters.direct, &self.parked);
+            }
+        }
+    }
+
+    /// Closes every port (the reactor shutting down): their parked
+    /// requests, and later ones, are answered with `Shutdown`.
+    pub(crate) fn close_ports(&self) {
+        let ports: Vec<Arc<Port>> = self.ports().drain().map(|(_, p)| p).collect();
+        for p in ports {
+            p.close(IoError::Shutdown, &self.counters.reactor, &self.parked);
+            self.counters.devices.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn ring_wake(&self) {
@@ -262,10 +338,11 @@ pub(crate) fn open_engine(
     }
 }
 
+/// The epoll token of the wake eventfd.
+pub(crate) const WAKE: u64 = u64::MAX;
+
 /// Submission slots of the io_uring (more are submitted in batches).
 const URING_ENTRIES: u32 = 256;
-/// Events per epoll wait.
-const EPOLL_BATCH: usize = 256;
 
 impl Reactor {
     /// A reactor with the default backend ([`Backend::Auto`]).
@@ -293,21 +370,23 @@ impl Reactor {
             wake,
             counters: Counters::default(),
             next_id: AtomicU64::new(0),
+            epoll: OnceLock::new(),
+            ports: CachePadded::new(manycore_sync::Mutex::new(HashMap::new())),
+            parked: CachePadded::new(AtomicUsize::new(0)),
         });
         let (tx, rx) = mpsc::channel::<io::Result<Backend>>();
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
             .name("manycore-flow-reactor".into())
             .spawn(move || {
-                let engine = open_engine(backend, uring, || {
-                    crate::raw::epoll::Epoll::new(EPOLL_BATCH)
-                });
+                let engine = open_engine(backend, uring, crate::raw::epoll::Epoll::new);
                 match engine {
                     Ok(Engine::Uring(ring)) => {
                         let _ = tx.send(Ok(Backend::IoUring));
                         uring::run(&sh, *ring);
                     }
                     Ok(Engine::Epoll(ep)) => {
+                        let ep = sh.epoll.get_or_init(|| ep);
                         let _ = tx.send(Ok(Backend::Epoll));
                         epoll::run(&sh, ep);
                     }
@@ -355,9 +434,43 @@ impl Reactor {
     pub fn register(&self, fd: impl Into<OwnedFd>) -> io::Result<Device> {
         let sh = &self.owner.shared;
         let id = sh.next_id.fetch_add(1, Ordering::Relaxed);
-        match sh.send(Cmd::Register { id, fd: fd.into() }) {
+        let fd: OwnedFd = fd.into();
+        let mut broken = None;
+        if let Some(ep) = sh.epoll.get() {
+            // The direct path: non-blocking, watched edge-triggered for
+            // both directions, in the table before its first edge can be
+            // looked up (the table's lock is held across the addition).
+            match crate::raw::fd::set_nonblocking(fd.as_fd(), true) {
+                Err(e) => broken = Some(IoError::Os(errno(&e))),
+                Ok(()) => {
+                    let mut ports = sh.ports();
+                    if sh.commands.is_stopped() {
+                        return Err(io::Error::other(IoError::Shutdown));
+                    }
+                    use crate::raw::epoll::{ET, IN, OUT, RDHUP};
+                    match ep.add(fd.as_fd(), IN | OUT | RDHUP | ET, id) {
+                        Ok(()) => {
+                            let port = Arc::new(Port::new(fd));
+                            ports.insert(id, port.clone());
+                            request::add(&sh.counters.devices, 1);
+                            return Ok(Device {
+                                shared: sh.clone(),
+                                port: Some(port),
+                                id,
+                            });
+                        }
+                        // Not pollable (a regular file): always ready, served
+                        // by the reactor thread as requests come.
+                        Err(e) if e.raw_os_error() == Some(libc::EPERM) => {}
+                        Err(e) => broken = Some(IoError::Os(errno(&e))),
+                    }
+                }
+            }
+        }
+        match sh.send(Cmd::Register { id, fd, broken }) {
             Ok(()) => Ok(Device {
                 shared: sh.clone(),
+                port: None,
                 id,
             }),
             Err(_) => Err(io::Error::other(IoError::Shutdown)),
@@ -365,7 +478,9 @@ impl Reactor {
     }
 
     /// Shuts the reactor down: every request outstanding is answered with
-    /// [`IoError::Shutdown`], every device's fd is closed, the thread exits
+    /// [`IoError::Shutdown`], every device's fd is closed (under epoll, an
+    /// fd epoll watches is closed when its [`Device`] is dropped: its
+    /// handle may still be making a system call on it), the thread exits
     /// (this waits for it). Later requests are answered with `Shutdown` at
     /// once; later registrations fail. Idempotent. Called from a core (a
     /// body), it only begins the shutdown and does not wait for the thread
@@ -405,8 +520,23 @@ impl Drop for Owner {
 /// are made, one at a time per direction (reads, writes). Dropping the
 /// device deregisters it: its outstanding requests are answered with
 /// [`IoError::Deregistered`] and its fd is closed.
+///
+/// Under epoll, a device whose fd epoll watches (a pipe, a socket, an
+/// eventfd, a timerfd) is on the **direct path**: a request that no
+/// earlier one of its direction waits before, and that does not have to
+/// wait, is made with a non-blocking system call and answered on the
+/// issuer's thread, before `read` or `write` returns (the receiver fires
+/// on its core as for any signal). One that has to wait is parked with
+/// the device, and answered by whichever thread takes the fd's next edge
+/// from the reactor's epoll instance: the reactor thread, or an issuer
+/// that polls the instance after a request of its own went through (as a
+/// write to one device is what makes another ready). [`ReactorStats::direct`]
+/// counts the answers made on issuers' threads.
 pub struct Device {
     shared: Arc<Shared>,
+    /// The device on the direct path (its fd and queues, shared with the
+    /// reactor); `None`: served by the reactor thread.
+    port: Option<Arc<Port>>,
     id: u64,
 }
 
@@ -476,22 +606,48 @@ impl Device {
     }
 
     fn request(&self, req: Req) {
-        if let Err(Cmd::Request { req, .. }) = self.shared.send(Cmd::Request { id: self.id, req }) {
+        let sh = &*self.shared;
+        if let Some(p) = &self.port {
+            if let Submitted::Answered = p.submit(req, &sh.counters.direct, &sh.parked) {
+                sh.poll();
+            }
+            return;
+        }
+        if let Err(Cmd::Request { req, .. }) = sh.send(Cmd::Request { id: self.id, req }) {
             // The reactor has stopped: answer here.
-            request::answer(
-                req,
-                request::Answer::Failed(IoError::Shutdown),
-                &self.shared.counters,
-            );
+            let direct = &sh.counters.direct;
+            request::add(&direct.requests, 1);
+            request::answer(req, Answer::Failed(IoError::Shutdown), direct);
         }
     }
 }
 
 impl Drop for Device {
     fn drop(&mut self) {
-        // Refused only once the reactor has stopped, which closed the fd.
-        let _ = self.shared.send(Cmd::Deregister { id: self.id });
+        let sh = &*self.shared;
+        match &self.port {
+            Some(p) => {
+                // Gone from the table already if the reactor shut down.
+                if sh.ports().remove(&self.id).is_some() {
+                    if let Some(ep) = sh.epoll.get() {
+                        let _ = ep.delete(p.fd());
+                    }
+                    p.close(IoError::Deregistered, &sh.counters.direct, &sh.parked);
+                    sh.counters.devices.fetch_sub(1, Ordering::Relaxed);
+                }
+                // The fd is closed with the last reference to the port
+                // (a server may hold one for a moment).
+            }
+            // Refused only once the reactor has stopped, which closed the fd.
+            None => {
+                let _ = sh.send(Cmd::Deregister { id: self.id });
+            }
+        }
     }
+}
+
+fn errno(e: &io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
 }
 
 /// A pipe: (read end, write end), close-on-exec. Either end can be

@@ -107,11 +107,13 @@ impl Engine<'_> {
     fn command(&mut self, c: Cmd) {
         let counters = &self.sh.counters;
         match c {
-            Cmd::Register { id, fd } => {
+            Cmd::Register { id, fd, broken } => {
                 // Blocking, so that the kernel waits for readiness itself.
-                let broken = crate::raw::fd::set_nonblocking(fd.as_fd(), false)
-                    .err()
-                    .map(|e| IoError::Os(errno(&e)));
+                let broken = broken.or_else(|| {
+                    crate::raw::fd::set_nonblocking(fd.as_fd(), false)
+                        .err()
+                        .map(|e| IoError::Os(errno(&e)))
+                });
                 self.devs.insert(
                     id,
                     Dev {
@@ -125,7 +127,7 @@ impl Engine<'_> {
                 add(&counters.devices, 1);
             }
             Cmd::Request { id, req } => {
-                add(&counters.requests, 1);
+                add(&counters.reactor.requests, 1);
                 let dir = req.dir();
                 match self.devs.get_mut(&id) {
                     Some(d) if d.closing.is_none() => {
@@ -135,9 +137,13 @@ impl Engine<'_> {
                     Some(d) => request::answer(
                         req,
                         Answer::Failed(d.closing.unwrap_or(IoError::Deregistered)),
-                        counters,
+                        &counters.reactor,
                     ),
-                    None => request::answer(req, Answer::Failed(IoError::Deregistered), counters),
+                    None => request::answer(
+                        req,
+                        Answer::Failed(IoError::Deregistered),
+                        &counters.reactor,
+                    ),
                 }
             }
             Cmd::Deregister { id } => self.close(id, IoError::Deregistered),
@@ -172,7 +178,7 @@ impl Engine<'_> {
                 // Answered without the kernel: go on with the next.
                 Err(a) => {
                     let Some(req) = q.pop_front() else { return };
-                    request::answer(req, a, counters);
+                    request::answer(req, a, &counters.reactor);
                 }
             }
         }
@@ -204,7 +210,7 @@ impl Engine<'_> {
                 } else {
                     request::outcome(&req, result as i64, buf)
                 };
-                request::answer(req, a, counters);
+                request::answer(req, a, &counters.reactor);
             }
             if d.busy == [None, None] {
                 self.devs.remove(&id);
@@ -215,7 +221,11 @@ impl Engine<'_> {
         if polling {
             if result < 0 {
                 if let Some(req) = q.pop_front() {
-                    request::answer(req, Answer::Failed(request::from_errno(-result)), counters);
+                    request::answer(
+                        req,
+                        Answer::Failed(request::from_errno(-result)),
+                        &counters.reactor,
+                    );
                 }
             }
             return self.start(id, dir);
@@ -229,7 +239,11 @@ impl Engine<'_> {
                 Ok(op) => d.busy[dir as usize] = Some((op, true)),
                 Err(e) => {
                     if let Some(req) = q.pop_front() {
-                        request::answer(req, Answer::Failed(IoError::Os(errno(&e))), counters);
+                        request::answer(
+                            req,
+                            Answer::Failed(IoError::Os(errno(&e))),
+                            &counters.reactor,
+                        );
                     }
                     self.start(id, dir);
                 }
@@ -238,7 +252,7 @@ impl Engine<'_> {
         }
         if let Some(req) = q.pop_front() {
             let a = request::outcome(&req, result as i64, buf);
-            request::answer(req, a, counters);
+            request::answer(req, a, &counters.reactor);
         }
         self.start(id, dir);
     }
@@ -253,7 +267,7 @@ impl Engine<'_> {
         };
         d.closing = Some(err);
         let skip = d.busy.map(|b| b.is_some() as usize);
-        request::fail_queued(&mut d.queues, skip, err, counters);
+        request::fail_queued(&mut d.queues, skip, err, &counters.reactor);
         let busy = d.busy;
         for (op, _) in busy.into_iter().flatten() {
             let _ = self.ring.cancel(op);
@@ -293,7 +307,7 @@ impl Engine<'_> {
         // the same (their buffers stay with the ring, which leaks them).
         let counters = &self.sh.counters;
         for (_, mut d) in self.devs.drain() {
-            request::fail_queued(&mut d.queues, [0, 0], IoError::Shutdown, counters);
+            request::fail_queued(&mut d.queues, [0, 0], IoError::Shutdown, &counters.reactor);
             add_neg(&counters.devices);
         }
     }
