@@ -8,6 +8,7 @@ use crate::instance::{AnySlot, Instance, Slot};
 use crate::mode::{ContinuesTo, Mode, ModeKind};
 use crate::node;
 use crate::pending::Once;
+use crate::raw::slot_vec::Inputs;
 use crate::signal;
 use manycore_rt::Core;
 use std::cell::RefCell;
@@ -132,7 +133,7 @@ impl<'a, M: Mode> Ctx<'a, M> {
     where
         F: FnOnce(&Ctx<'_, M>) + Send + 'static,
     {
-        let body = Once(move |raw: RawCtx<'_>, _: Vec<()>| body(&Ctx::from_raw(raw)));
+        let body = Once(move |raw: RawCtx<'_>, _: Inputs<()>| body(&Ctx::from_raw(raw)));
         node::start(on, M::KIND, 0, None, body)
     }
 

@@ -12,6 +12,7 @@ use crate::mode::ModeKind;
 use crate::node::{self, NodeRef};
 use crate::outcome::Outcome;
 use crate::pending::Once;
+use crate::raw::slot_vec::Inputs;
 use crate::signal;
 use manycore_rt::Core;
 use std::fmt;
@@ -320,8 +321,8 @@ impl<T: Clone + Send + 'static> Graph<T> {
             ModeKind::User,
             self.outputs,
             None,
-            Once(move |_: RawCtx<'_>, xs: Vec<T>| {
-                let _ = done.send(Ok(xs));
+            Once(move |_: RawCtx<'_>, xs: Inputs<T>| {
+                let _ = done.send(Ok(xs.into_vec()));
             }),
         )?;
         // Successors first, so that each node's targets exist when it is made
@@ -338,7 +339,7 @@ impl<T: Clone + Send + 'static> Graph<T> {
             let nd = &self.nodes[v];
             let f = nd.f.clone();
             let fail = tx.clone();
-            let body = Once(move |raw: RawCtx<'_>, xs: Vec<T>| {
+            let body = Once(move |raw: RawCtx<'_>, xs: Inputs<T>| {
                 match catch_unwind(AssertUnwindSafe(|| f(&xs))) {
                     Ok(y) => send_all(raw, &targets, y),
                     Err(p) => {

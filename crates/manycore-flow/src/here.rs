@@ -18,7 +18,23 @@ thread_local! {
     /// (runtime id, core index) of this thread.
     static HERE: Cell<(u64, usize)> = const { Cell::new((0, UNKNOWN)) };
     /// Handles to this core given back by dropped frames (see `owner`).
-    static KEPT: RefCell<Vec<Core>> = const { RefCell::new(Vec::new()) };
+    static KEPT: RefCell<Kept> = const {
+        RefCell::new(Kept {
+            cores: Vec::new(),
+            out: 0,
+            peak: 0,
+        })
+    };
+}
+
+/// A core's handles to itself kept for frames, and the bound on them.
+struct Kept {
+    cores: Vec<Core>,
+    /// Frames made here for this core and not yet dropped here (never below
+    /// 0: a frame made elsewhere and dropped here counts nothing).
+    out: usize,
+    /// The most `out` has been.
+    peak: usize,
 }
 
 /// (runtime id, core index) of the calling thread, or None off the cores.
@@ -51,19 +67,30 @@ pub(crate) fn on_a_core() -> bool {
     here().is_some()
 }
 
-/// Cores kept for the frames of instances made here: at most this many.
+/// Cores kept for the frames of instances made here whatever the core's
+/// own use; past this many, at most as many as frames made here were alive
+/// at once (`Kept::peak`).
 const KEEP: usize = 1024;
 
 /// A handle to core `on` for an instance's frame. Made on `on` itself
 /// (`local`), it is one that an instance dropped here gave back, if there
 /// is one: cloning a `Core` counts on the runtime's record, one line that
 /// every core of the runtime writes, and a frame made and dropped on its
-/// core then costs no count at all.
+/// core then costs no count at all. The cache keeps as many as the core
+/// had frames of its own alive at once (at least [`KEEP`]), so a burst of
+/// instances made here and fired here counts nothing either, and a core
+/// that only drops frames others made for it keeps no more than `KEEP`.
 #[inline]
 pub(crate) fn owner(on: &Core, local: bool) -> Core {
     if local {
         let kept = KEPT
-            .try_with(|k| k.try_borrow_mut().ok().and_then(|mut k| k.pop()))
+            .try_with(|k| {
+                k.try_borrow_mut().ok().and_then(|mut k| {
+                    k.out += 1;
+                    k.peak = k.peak.max(k.out);
+                    k.cores.pop()
+                })
+            })
             .ok()
             .flatten();
         if let Some(c) = kept {
@@ -86,8 +113,9 @@ pub(crate) fn recycle(core: Core) {
     let mut core = Some(core);
     let _ = KEPT.try_with(|k| {
         if let Ok(mut k) = k.try_borrow_mut() {
-            if k.len() < KEEP {
-                k.extend(core.take());
+            k.out = k.out.saturating_sub(1);
+            if k.cores.len() < KEEP.max(k.peak) {
+                k.cores.extend(core.take());
             }
         }
     });

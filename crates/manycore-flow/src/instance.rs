@@ -7,6 +7,7 @@ use crate::error::FlowError;
 use crate::mode::{Mode, ModeKind, User};
 use crate::node::{self, NodeRef};
 use crate::pending::Once;
+use crate::raw::slot_vec::Inputs;
 use manycore_rt::Core;
 use std::fmt;
 use std::marker::PhantomData;
@@ -64,14 +65,15 @@ impl<T, M: Mode> fmt::Debug for Instance<T, M> {
 impl<T: Send + 'static, M: Mode> Instance<T, M> {
     /// A new instance on core `on` with `inputs` slots (at most
     /// [`MAX_INPUTS`](crate::MAX_INPUTS)) that runs `body` once, with the
-    /// values of its slots in slot order, when all of them are filled. With
+    /// values of its slots in slot order (an [`Inputs`]), when all of them
+    /// are filled. With
     /// no inputs it fires at once. Created from `on` itself, it is a local
     /// operation; from anywhere else it is a message to `on`.
     pub fn new<F>(on: &Core, inputs: usize, body: F) -> Result<Self, FlowError>
     where
-        F: FnOnce(&Ctx<'_, M>, Vec<T>) + Send + 'static,
+        F: FnOnce(&Ctx<'_, M>, Inputs<T>) + Send + 'static,
     {
-        let body = Once(move |raw: RawCtx<'_>, xs: Vec<T>| body(&Ctx::from_raw(raw), xs));
+        let body = Once(move |raw: RawCtx<'_>, xs: Inputs<T>| body(&Ctx::from_raw(raw), xs));
         node::create(on, M::KIND, inputs, None, body).map(Self::from_node)
     }
 }

@@ -52,7 +52,7 @@
 //! Every `unsafe` is in the private module `raw`, each with its `SAFETY`
 //! argument: the owner cell (an instance's owner half, reachable by its
 //! owner core's thread only), the slot vector (input slots filled in any
-//! order that become the body's `Vec` in place), the counted reference to
+//! order that become the body's `Inputs` in place), the counted reference to
 //! an instance and the per-thread free lists its block comes from,
 //! file-descriptor system
 //! calls, epoll, and an io_uring that owns the buffers of its operations
@@ -126,6 +126,7 @@ pub use graph::{Graph, GraphBuilder, NodeId};
 pub use instance::{AnySlot, Instance, Slot};
 pub use mode::{ContinuesTo, Kernel, KernelInterface, Mode, ModeKind, User};
 pub use outcome::Outcome;
+pub use raw::slot_vec::{Inputs, IntoIter as InputsIntoIter};
 pub use reactor::{pipe, Backend, Device, IoError, IoResult, Issuer, Reactor, ReactorStats};
 pub use template::Template;
 

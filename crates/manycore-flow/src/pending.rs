@@ -6,7 +6,7 @@
 
 use crate::ctx::RawCtx;
 use crate::gate::Gate;
-use crate::raw::slot_vec::SlotVec;
+use crate::raw::slot_vec::{Inputs, SlotVec};
 use crate::template::TemplateInner;
 use std::sync::Arc;
 
@@ -19,7 +19,7 @@ pub(crate) trait Body<T>: Send + 'static {
     /// The gate, if any.
     fn gate(&self) -> Option<&Gate>;
     /// Runs the body with the values in slot order.
-    fn run(self, raw: RawCtx<'_>, values: Vec<T>);
+    fn run(self, raw: RawCtx<'_>, values: Inputs<T>);
 }
 
 /// A dynamic instance's closure.
@@ -27,7 +27,7 @@ pub(crate) struct Once<F>(pub(crate) F);
 
 impl<T, F> Body<T> for Once<F>
 where
-    F: for<'a> FnOnce(RawCtx<'a>, Vec<T>) + Send + 'static,
+    F: for<'a> FnOnce(RawCtx<'a>, Inputs<T>) + Send + 'static,
 {
     const GATED: bool = false;
 
@@ -36,7 +36,7 @@ where
     }
 
     #[inline]
-    fn run(self, raw: RawCtx<'_>, values: Vec<T>) {
+    fn run(self, raw: RawCtx<'_>, values: Inputs<T>) {
         (self.0)(raw, values)
     }
 }
@@ -48,7 +48,7 @@ impl<T: Send + 'static> Body<T> for Arc<TemplateInner<T>> {
         self.gate.as_ref()
     }
 
-    fn run(self, raw: RawCtx<'_>, values: Vec<T>) {
+    fn run(self, raw: RawCtx<'_>, values: Inputs<T>) {
         (self.body)(raw, values)
     }
 }
@@ -88,14 +88,14 @@ impl<T, B> Pending<T, B> {
     /// Takes the body and the values out to run them; `None` if the body is
     /// gone or a value is missing (neither happens to an instance that
     /// fires by the protocol).
-    pub(crate) fn take(&mut self) -> Option<(B, Vec<T>)> {
+    pub(crate) fn take(&mut self) -> Option<(B, Inputs<T>)> {
         if !self.slots.is_full() {
             return None;
         }
         let body = self.body.take()?;
         let slots = std::mem::replace(&mut self.slots, SlotVec::new(0));
         self.entry = Entry::Out;
-        match slots.into_vec() {
+        match slots.into_inputs() {
             Ok(v) => Some((body, v)),
             Err(_) => None,
         }

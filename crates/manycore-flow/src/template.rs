@@ -10,13 +10,14 @@ use crate::gate::Gate;
 use crate::instance::Instance;
 use crate::mode::{Mode, User};
 use crate::node;
+use crate::raw::slot_vec::Inputs;
 use manycore_rt::Core;
 use std::fmt;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// A template's code, with its type erased to the untyped context.
-pub(crate) type SharedBody<T> = Box<dyn for<'a> Fn(RawCtx<'a>, Vec<T>) + Send + Sync>;
+pub(crate) type SharedBody<T> = Box<dyn for<'a> Fn(RawCtx<'a>, Inputs<T>) + Send + Sync>;
 
 /// What all instances of a template share.
 pub(crate) struct TemplateInner<T> {
@@ -72,7 +73,7 @@ impl<T: Send + 'static, M: Mode> Template<T, M> {
     /// and run `body` with their values, in slot order.
     pub fn new<F>(inputs: usize, body: F) -> Self
     where
-        F: Fn(&Ctx<'_, M>, Vec<T>) + Send + Sync + 'static,
+        F: Fn(&Ctx<'_, M>, Inputs<T>) + Send + Sync + 'static,
     {
         Self::with_gate(inputs, None, body)
     }
@@ -91,17 +92,17 @@ impl<T: Send + 'static, M: Mode> Template<T, M> {
     /// ```
     pub fn exclusive<F>(inputs: usize, gate: &Gate, body: F) -> Self
     where
-        F: Fn(&Ctx<'_, M>, Vec<T>) + Send + Sync + 'static,
+        F: Fn(&Ctx<'_, M>, Inputs<T>) + Send + Sync + 'static,
     {
         Self::with_gate(inputs, Some(gate.clone()), body)
     }
 
     fn with_gate<F>(inputs: usize, gate: Option<Gate>, body: F) -> Self
     where
-        F: Fn(&Ctx<'_, M>, Vec<T>) + Send + Sync + 'static,
+        F: Fn(&Ctx<'_, M>, Inputs<T>) + Send + Sync + 'static,
     {
         let body: SharedBody<T> =
-            Box::new(move |raw: RawCtx<'_>, xs: Vec<T>| body(&Ctx::from_raw(raw), xs));
+            Box::new(move |raw: RawCtx<'_>, xs: Inputs<T>| body(&Ctx::from_raw(raw), xs));
         Self {
             inner: Arc::new(TemplateInner { inputs, body, gate }),
             _m: PhantomData,

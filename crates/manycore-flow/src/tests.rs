@@ -219,13 +219,13 @@ mod slot_vec {
                 prop_assert_eq!(sv.is_full(), model.iter().all(Option::is_some));
             }
             if finish && sv.is_full() {
-                let out = sv.into_vec().map_err(|_| "full but refused").unwrap();
+                let out = sv.into_inputs().map_err(|_| "full but refused").unwrap();
                 let got: Vec<u32> = out.iter().map(|c| c.0).collect();
                 let want: Vec<u32> = model.iter().map(|v| v.unwrap()).collect();
                 prop_assert_eq!(got, want);
                 drop(out);
             } else {
-                match sv.into_vec() {
+                match sv.into_inputs() {
                     Ok(out) => {
                         prop_assert!(model.iter().all(Option::is_some));
                         drop(out);
@@ -244,7 +244,7 @@ mod slot_vec {
         fn slot_vec_full_round_trips(values in proptest::collection::vec(any::<u32>(), 0..=64)) {
             let sv = SlotVec::full(values.clone());
             prop_assert!(sv.is_full());
-            let back = sv.into_vec().map_err(|_| "full but refused").unwrap();
+            let back = sv.into_inputs().map_err(|_| "full but refused").unwrap();
             prop_assert_eq!(back, values);
         }
     }

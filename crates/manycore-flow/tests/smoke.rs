@@ -23,7 +23,7 @@ fn fires_when_every_slot_is_filled_with_values_in_slot_order() {
     let rt = runtime(2);
     let (result, out) = Outcome::new(rt.core(0)).unwrap();
     let inst = Instance::<u32, User>::new(rt.core(1), 3, move |ctx, xs| {
-        let _ = ctx.signal(&result, xs);
+        let _ = ctx.signal(&result, xs.into_vec());
     })
     .unwrap();
     assert_eq!(inst.inputs(), 3);
@@ -68,7 +68,7 @@ fn cross_core_and_local_signals_from_bodies() {
     // On core 1: waits for one value from core 0 (cross-core) and one from
     // a body on core 1 itself (local).
     let join = Instance::<(usize, usize), User>::new(rt.core(1), 2, move |ctx, xs| {
-        let _ = ctx.signal(&result, (xs, ctx.core().index()));
+        let _ = ctx.signal(&result, (xs.into_vec(), ctx.core().index()));
     })
     .unwrap();
     let (a, b) = (join.slot(0), join.slot(1));

@@ -8,8 +8,8 @@
 //!   kernel is done with them;
 //! * `owner_cell.rs`: a cell only the thread that owns it can reach (an
 //!   instance's owner half, in the instance's one allocation);
-//! * `slot_vec.rs`: input slots filled in any order that become the body's
-//!   `Vec` in place;
+//! * `slot_vec.rs`: input slots filled in any order, in a block of the
+//!   free lists, that become the body's `Inputs` in place;
 //! * `shared.rs`: a counted reference with one count (an instance's
 //!   handles), whose first two references cost no read-modify-write;
 //! * `slab.rs`: a thread's free lists of blocks by size class, which

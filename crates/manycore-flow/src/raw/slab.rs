@@ -13,11 +13,23 @@
 //!
 //! A freed block of a class goes on the freeing thread's list for that
 //! class (a block made on one core and dropped on another is kept by the
-//! second), unless the list holds [`KEEP`] blocks already: then it goes
-//! back to the global allocator. A list is intrusive: a kept block's first
-//! word points to the next. When the thread exits its lists give every
-//! block back; a block freed after that (by another thread-local's
-//! destructor) goes to the global allocator directly.
+//! second), unless the list is at its bound: then it goes back to the
+//! global allocator. A list is intrusive: a kept block's first word points
+//! to the next. When the thread exits its lists give every block back; a
+//! block freed after that (by another thread-local's destructor) goes to
+//! the global allocator directly.
+//!
+//! The bound of a class's list is the most blocks of that class the thread
+//! has had out at once (taken by its own `alloc` and not yet given back by
+//! its own `free`), and at least [`KEEP`]; past its first `KEEP` blocks a
+//! list takes one only while the thread's lists hold at most
+//! [`KEEP_BYTES`] in all. A
+//! core that makes a burst of instances and fires them keeps every block
+//! for the next burst, so neither the burst's frees nor the next one's
+//! allocations call the allocator; it keeps no more than it had in use
+//! itself. A thread that only frees what others made (a consumer) never
+//! raises its bound past `KEEP`, so blocks flowing one way between threads
+//! do not pile up on the consumer.
 
 use std::alloc::{self, Layout};
 use std::cell::Cell;
@@ -31,8 +43,11 @@ const CLASSES: usize = 16;
 pub(crate) const MAX: usize = STEP * CLASSES;
 /// The largest alignment kept in a class; every class block has it.
 pub(crate) const ALIGN: usize = 16;
-/// Blocks kept per class and thread, at most.
+/// Blocks kept per class and thread whatever the thread's own use.
 pub(crate) const KEEP: u32 = 32;
+/// Bytes a thread's lists hold in all, past which a list takes no block
+/// beyond its first [`KEEP`].
+pub(crate) const KEEP_BYTES: usize = 64 << 20;
 
 /// Where blocks come from and go back to: the global allocator, or a
 /// test's ledger.
@@ -94,6 +109,14 @@ pub(crate) struct Lists<S: Source> {
     heads: [Cell<*mut u8>; CLASSES],
     /// Blocks kept in each class.
     lens: [Cell<u32>; CLASSES],
+    /// Blocks of each class this thread has out: taken by `alloc` and not
+    /// yet given back by `free` here (never below 0: a block made elsewhere
+    /// and freed here counts nothing).
+    out: [Cell<u32>; CLASSES],
+    /// The most blocks of each class this thread has had out at once.
+    peak: [Cell<u32>; CLASSES],
+    /// Bytes kept in all classes.
+    bytes: Cell<usize>,
     source: S,
 }
 
@@ -103,6 +126,9 @@ impl<S: Source> Lists<S> {
         Self {
             heads: [const { Cell::new(ptr::null_mut()) }; CLASSES],
             lens: [const { Cell::new(0) }; CLASSES],
+            out: [const { Cell::new(0) }; CLASSES],
+            peak: [const { Cell::new(0) }; CLASSES],
+            bytes: Cell::new(0),
             source,
         }
     }
@@ -114,6 +140,11 @@ impl<S: Source> Lists<S> {
         let Some(c) = class else {
             return self.source.get(block);
         };
+        let out = self.out[c].get().saturating_add(1);
+        self.out[c].set(out);
+        if out > self.peak[c].get() {
+            self.peak[c].set(out);
+        }
         let head = self.heads[c].get();
         let Some(p) = NonNull::new(head) else {
             return self.source.get(block);
@@ -126,7 +157,15 @@ impl<S: Source> Lists<S> {
         let next = unsafe { p.as_ptr().cast::<*mut u8>().read() };
         self.heads[c].set(next);
         self.lens[c].set(self.lens[c].get() - 1);
+        self.bytes.set(self.bytes.get() - block.size());
         p
+    }
+
+    /// Whether class `c`'s list, holding `len` blocks of `size` bytes, takes
+    /// one more (see the module's docs).
+    #[inline]
+    fn keeps(&self, c: usize, len: u32, size: usize) -> bool {
+        len < KEEP || (len < self.peak[c].get() && self.bytes.get() + size <= KEEP_BYTES)
     }
 
     /// Takes back a block.
@@ -140,8 +179,9 @@ impl<S: Source> Lists<S> {
     pub(crate) unsafe fn free(&self, p: NonNull<u8>, layout: Layout) {
         let (block, class) = block(layout);
         if let Some(c) = class {
+            self.out[c].set(self.out[c].get().saturating_sub(1));
             let len = self.lens[c].get();
-            if len < KEEP {
+            if self.keeps(c, len, block.size()) {
                 // SAFETY: `p` is a block of class `c` (the caller's
                 // contract: it was allocated for `layout`, so with the class
                 // layout, at least `STEP` bytes aligned to `ALIGN`), which no
@@ -149,6 +189,7 @@ impl<S: Source> Lists<S> {
                 unsafe { p.as_ptr().cast::<*mut u8>().write(self.heads[c].get()) };
                 self.heads[c].set(p.as_ptr());
                 self.lens[c].set(len + 1);
+                self.bytes.set(self.bytes.get() + block.size());
                 return;
             }
         }
@@ -181,6 +222,7 @@ impl<S: Source> Drop for Lists<S> {
             }
             self.lens[c].set(0);
         }
+        self.bytes.set(0);
     }
 }
 
@@ -223,7 +265,7 @@ pub(crate) unsafe fn free(p: NonNull<u8>, layout: Layout) {
 /// The free lists against a model, with a source that keeps a ledger.
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{self as slab, Lists, Source, ALIGN, KEEP, MAX, STEP};
+    use super::{self as slab, Lists, Source, ALIGN, KEEP, KEEP_BYTES, MAX, STEP};
     use proptest::prelude::*;
     use std::alloc::Layout;
     use std::cell::RefCell;
@@ -267,41 +309,68 @@ mod tests {
     #[derive(Debug, Clone)]
     enum Op {
         Alloc(Layout),
+        /// A block allocated by another thread's lists (to be freed here).
+        AllocElsewhere(Layout),
         /// Frees the live block at this index (modulo the number live).
         Free(usize),
     }
 
     fn op() -> impl Strategy<Value = Op> {
         prop_oneof![
-            layout().prop_map(Op::Alloc),
-            any::<usize>().prop_map(Op::Free),
+            3 => layout().prop_map(Op::Alloc),
+            1 => layout().prop_map(Op::AllocElsewhere),
+            4 => any::<usize>().prop_map(Op::Free),
         ]
     }
 
+    /// One class of the model: the stack of kept blocks, the blocks this
+    /// thread has out, and the most it had out at once.
+    #[derive(Default)]
+    struct Class {
+        kept: Vec<usize>,
+        out: u32,
+        peak: u32,
+    }
+
     proptest! {
-        /// Against a model (per class, the stack of kept blocks): an
-        /// allocation takes the last block kept in its class, or a new one;
-        /// no block is handed out while it is live; a free keeps the block
-        /// if its class holds fewer than `KEEP`, else gives it back; and once
-        /// the lists are dropped every block has gone back to the source
-        /// exactly once (the ledger is empty, and a second give-back fails).
+        /// Against a model (per class, the stack of kept blocks and the
+        /// count of blocks out): an allocation takes the last block kept in
+        /// its class, or a new one; no block is handed out while it is live;
+        /// a free keeps the block if its class holds fewer than `KEEP`, or
+        /// fewer than the most this thread had out at once while all lists
+        /// hold at most `KEEP_BYTES`, else gives it back (a block made by
+        /// other lists counts as nothing out); and once the lists are
+        /// dropped every block has gone back to the source exactly once (the
+        /// ledger is empty, and a second give-back fails).
         #[test]
         fn slab_matches_a_model(ops in proptest::collection::vec(op(), 0..400)) {
             let ledger = Ledger::default();
             let lists = Lists::new(ledger.clone());
-            let mut model: HashMap<usize, Vec<usize>> = HashMap::new();
+            let elsewhere = Lists::new(ledger.clone());
+            let mut model: HashMap<usize, Class> = HashMap::new();
+            let mut bytes = 0usize;
             let mut live: Vec<(NonNull<u8>, Layout)> = Vec::new();
             for op in ops {
                 match op {
-                    Op::Alloc(l) => {
+                    Op::Alloc(l) | Op::AllocElsewhere(l) => {
+                        let here = matches!(op, Op::Alloc(_));
                         let (block, class) = slab::block(l);
                         prop_assert!(block.size() >= l.size() && block.align() >= l.align());
                         if class.is_some() {
                             prop_assert_eq!(block.align(), ALIGN);
                             prop_assert_eq!(block.size() % STEP, 0);
                         }
-                        let want = class.and_then(|c| model.entry(c).or_default().pop());
-                        let p = lists.alloc(l);
+                        let mut want = None;
+                        if let (Some(c), true) = (class, here) {
+                            let m = model.entry(c).or_default();
+                            want = m.kept.pop();
+                            if want.is_some() {
+                                bytes -= block.size();
+                            }
+                            m.out += 1;
+                            m.peak = m.peak.max(m.out);
+                        }
+                        let p = if here { lists.alloc(l) } else { elsewhere.alloc(l) };
                         if let Some(w) = want {
                             prop_assert_eq!(p.as_ptr() as usize, w, "not the last kept");
                         }
@@ -321,25 +390,36 @@ mod tests {
                             continue;
                         }
                         let (p, l) = live.swap_remove(i % live.len());
-                        let class = slab::block(l).1;
+                        let (block, class) = slab::block(l);
                         let before = lists.kept(l);
-                        // SAFETY: `p` came from `lists.alloc(l)` and is freed
-                        // once (it leaves `live` here).
+                        // SAFETY: `p` came from `lists.alloc(l)` or
+                        // `elsewhere.alloc(l)` (lists over the same source)
+                        // and is freed once (it leaves `live` here).
                         unsafe { lists.free(p, l) };
-                        match class {
-                            Some(c) if before < KEEP => {
-                                model.entry(c).or_default().push(p.as_ptr() as usize);
-                                prop_assert_eq!(lists.kept(l), before + 1);
-                                prop_assert!(ledger.0.borrow().contains_key(&(p.as_ptr() as usize)));
-                            }
-                            _ => {
-                                prop_assert!(!ledger.0.borrow().contains_key(&(p.as_ptr() as usize)));
-                            }
+                        let kept = class.is_some_and(|c| {
+                            let m = model.entry(c).or_default();
+                            m.out = m.out.saturating_sub(1);
+                            let len = m.kept.len() as u32;
+                            len < KEEP || (len < m.peak && bytes + block.size() <= KEEP_BYTES)
+                        });
+                        if kept {
+                            let c = class.unwrap();
+                            model.entry(c).or_default().kept.push(p.as_ptr() as usize);
+                            bytes += block.size();
+                            prop_assert_eq!(lists.kept(l), before + 1);
+                            prop_assert!(ledger.0.borrow().contains_key(&(p.as_ptr() as usize)));
+                        } else {
+                            prop_assert_eq!(lists.kept(l), before);
+                            prop_assert!(!ledger.0.borrow().contains_key(&(p.as_ptr() as usize)));
                         }
                     }
                 }
-                for (&c, kept) in &model {
-                    prop_assert!(kept.len() <= KEEP as usize, "class {} over its bound", c);
+                for (&c, m) in &model {
+                    prop_assert_eq!(lists.kept(Layout::from_size_align((c + 1) * STEP, ALIGN).unwrap()), m.kept.len() as u32);
+                    prop_assert!(
+                        m.kept.len() <= (KEEP.max(m.peak)) as usize,
+                        "class {} over its bound", c
+                    );
                 }
             }
             // Whatever is still live goes back through the lists too.
@@ -348,6 +428,7 @@ mod tests {
                 unsafe { lists.free(p, l) };
             }
             drop(lists);
+            drop(elsewhere);
             prop_assert!(ledger.0.borrow().is_empty(), "blocks never given back");
         }
     }

@@ -1,96 +1,145 @@
 //! `SlotVec`: an instance's input slots, filled in any order, that become
-//! the `Vec` its body receives without being copied: one buffer of `n`
-//! values, allocated when the instance is made, and a bit per slot saying
-//! which are written.
+//! the [`Inputs`] its body receives without being copied: one block of `n`
+//! values from the thread's free lists (`slab.rs`), taken when the instance
+//! is made, and a bit per slot saying which are written. `Inputs` owns the
+//! block from then on and gives it back to the free lists of the thread
+//! that drops it, so a firing calls the allocator neither for its values
+//! nor to free them (a `Vec` would be one `malloc` and one `free` a
+//! firing).
 
-use std::mem::MaybeUninit;
+use super::slab;
+use std::alloc::Layout;
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+/// A block for `n` values of `T`: from the free lists, or dangling (and
+/// never freed) when it would be empty.
+fn alloc_block<T>(n: usize) -> NonNull<T> {
+    match Layout::array::<T>(n) {
+        Ok(l) if l.size() > 0 => slab::alloc(l).cast(),
+        Ok(_) => NonNull::dangling(),
+        Err(_) => panic!("an input block of {n} values overflows"),
+    }
+}
+
+/// Gives back a block from [`alloc_block`].
+///
+/// # Safety
+///
+/// `p` came from `alloc_block::<T>(n)` with this `n`, none of its values
+/// is live any more (dropped or moved out), and it is freed once.
+unsafe fn free_block<T>(p: NonNull<T>, n: usize) {
+    if let Ok(l) = Layout::array::<T>(n) {
+        if l.size() > 0 {
+            // SAFETY: by the contract, `p` came from `slab::alloc(l)` (the
+            // same layout: the same `T` and `n`) and is freed once.
+            unsafe { slab::free(p.cast(), l) };
+        }
+    }
+}
 
 /// Up to 64 values, each written at most once, in any order.
 pub(crate) struct SlotVec<T> {
-    /// Capacity `n`, length 0: the values live in the spare capacity until
-    /// `into_vec` sets the length.
-    buf: Vec<T>,
+    /// A block of `n` values; slot `k` is live when bit `k` of `filled` is
+    /// set.
+    ptr: NonNull<T>,
     n: usize,
     /// Bit `k` set: slot `k` holds a value.
     filled: u64,
+    _owns: PhantomData<T>,
 }
 
+// SAFETY: a `SlotVec` owns its values (like a `Vec<T>`): moving it to
+// another thread moves them, which `T: Send` allows; its block may be
+// given back on any thread (the free lists take blocks from any thread).
+unsafe impl<T: Send> Send for SlotVec<T> {}
+
 impl<T> SlotVec<T> {
-    /// `n` empty slots (`n` <= 64; no allocation when `n` is 0).
+    /// `n` empty slots (`n` <= 64; no allocation when `n` is 0 or `T` has
+    /// no size).
     #[inline]
     pub(crate) fn new(n: usize) -> Self {
         assert!(n <= 64, "at most 64 slots");
         Self {
-            buf: Vec::with_capacity(n),
+            ptr: alloc_block::<T>(n),
             n,
             filled: 0,
+            _owns: PhantomData,
         }
     }
 
     /// Slots holding `values`, in order (at most 64 of them).
-    #[inline]
     pub(crate) fn full(values: Vec<T>) -> Self {
         let n = values.len();
-        assert!(n <= 64, "at most 64 slots");
-        let mut buf = values;
-        // SAFETY: a length of 0 needs no element initialised. The `n` values
-        // stay in place, in what is now spare capacity, owned by the
-        // `SlotVec` through its `filled` bits (set to all `n` below), which
-        // drops them or hands them on; `Vec` forgets them.
-        unsafe { buf.set_len(0) };
-        Self {
-            buf,
-            n,
-            filled: mask(n),
+        let mut s = Self::new(n);
+        let mut values = ManuallyDrop::new(values);
+        // SAFETY: `values` holds `n` initialised values and `s.ptr` is a
+        // fresh block of `n` (distinct allocations: no overlap). The values
+        // move to the block: `set_len(0)` below makes the `Vec` forget them
+        // before its buffer is freed.
+        unsafe {
+            std::ptr::copy_nonoverlapping(values.as_ptr(), s.ptr.as_ptr(), n);
+            values.set_len(0);
+            ManuallyDrop::drop(&mut values);
         }
+        s.filled = mask(n);
+        s
     }
 
     /// Writes slot `k`; gives `v` back if there is no such slot or it holds
     /// a value already.
+    #[inline]
     pub(crate) fn put(&mut self, k: usize, v: T) -> Result<(), T> {
         if k >= self.n || self.filled & (1 << k) != 0 {
             return Err(v);
         }
-        self.buf.spare_capacity_mut()[k] = MaybeUninit::new(v);
+        // SAFETY: `k < n`, so the write is inside the block of `n` values,
+        // and slot `k` holds no live value (its bit is clear), so nothing
+        // is overwritten without being dropped.
+        unsafe { self.ptr.as_ptr().add(k).write(v) };
         self.filled |= 1 << k;
         Ok(())
     }
 
     /// Whether every slot holds a value.
+    #[inline]
     pub(crate) fn is_full(&self) -> bool {
         self.filled == mask(self.n)
     }
 
     /// The values in slot order, if every slot holds one.
-    pub(crate) fn into_vec(mut self) -> Result<Vec<T>, Self> {
+    #[inline]
+    pub(crate) fn into_inputs(self) -> Result<Inputs<T>, Self> {
         if !self.is_full() {
             return Err(self);
         }
-        let mut buf = std::mem::take(&mut self.buf);
-        self.filled = 0;
-        // SAFETY: every one of the first `n` elements of the spare capacity
-        // was written (`filled` has all `n` bits, each set by `put` right
-        // after it wrote that element, or by `full`, which left `n` values
-        // in place), and `n` <= the capacity (`buf` was made with capacity
-        // `n`, or came from a `Vec` of `n` elements). `filled` is now clear
-        // and `self.buf` empty, so `Drop` drops none of them again.
-        unsafe { buf.set_len(self.n) };
-        Ok(buf)
+        let this = ManuallyDrop::new(self);
+        // The block and its `n` values, all written (`filled` is full), pass
+        // to the `Inputs`, which drops and frees them; `this` is forgotten.
+        Ok(Inputs {
+            ptr: this.ptr,
+            len: this.n,
+            _owns: PhantomData,
+        })
     }
 }
 
 impl<T> Drop for SlotVec<T> {
     fn drop(&mut self) {
-        let spare = self.buf.spare_capacity_mut();
-        for (k, v) in spare.iter_mut().enumerate().take(self.n) {
+        for k in 0..self.n {
             if self.filled & (1 << k) != 0 {
                 // SAFETY: bit `k` says slot `k` was written and not moved out
-                // since (`into_vec` clears every bit when it takes the
-                // values); it is dropped once, here, and `buf` (length 0)
-                // will not drop it again.
-                unsafe { v.assume_init_drop() };
+                // since (`into_inputs` forgets the `SlotVec` when it hands
+                // the values on); it is dropped once, here.
+                unsafe { self.ptr.as_ptr().add(k).drop_in_place() };
             }
         }
+        // SAFETY: the block came from `alloc_block::<T>(self.n)`, every
+        // value in it was dropped just above, and this is its one free.
+        unsafe { free_block(self.ptr, self.n) };
     }
 }
 
@@ -100,5 +149,319 @@ fn mask(n: usize) -> u64 {
         u64::MAX
     } else {
         (1u64 << n) - 1
+    }
+}
+
+/// The values of an instance's input slots, in slot order, as its body
+/// receives them: a slice (`xs[0]`, `xs.iter()`, `xs.len()`), or values
+/// to move out (`xs.into_iter()`, [`into_vec`](Self::into_vec)). They live
+/// in a block of the core's free lists, not in a `Vec`: a firing costs no
+/// allocation and no free.
+pub struct Inputs<T> {
+    ptr: NonNull<T>,
+    len: usize,
+    _owns: PhantomData<T>,
+}
+
+// SAFETY: `Inputs` owns its values like a `Vec<T>`: sending it sends them
+// (`T: Send`), and its block may be freed on any thread.
+unsafe impl<T: Send> Send for Inputs<T> {}
+// SAFETY: `&Inputs` gives only `&[T]`, which `T: Sync` lets threads share.
+unsafe impl<T: Sync> Sync for Inputs<T> {}
+
+impl<T> Inputs<T> {
+    /// The values as a `Vec` (one allocation, and a copy of the values).
+    pub fn into_vec(self) -> Vec<T> {
+        let mut v = Vec::with_capacity(self.len);
+        let this = ManuallyDrop::new(self);
+        // SAFETY: the `len` values of the block are live and move into
+        // `v`'s buffer (of capacity `len`, a distinct allocation); `v` owns
+        // them from `set_len` on, and the block, now holding no live value,
+        // is freed once (`this` is forgotten, so `Drop` does not run).
+        unsafe {
+            std::ptr::copy_nonoverlapping(this.ptr.as_ptr(), v.as_mut_ptr(), this.len);
+            v.set_len(this.len);
+            free_block(this.ptr, this.len);
+        }
+        v
+    }
+}
+
+impl<T> Deref for Inputs<T> {
+    type Target = [T];
+
+    #[inline]
+    fn deref(&self) -> &[T] {
+        // SAFETY: the block holds `len` live values (all slots were filled
+        // before the `Inputs` was made), owned by `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T> DerefMut for Inputs<T> {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as for `deref`, and `&mut self` makes the borrow unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl<T> Drop for Inputs<T> {
+    fn drop(&mut self) {
+        // SAFETY: the `len` values are live and owned by `self`: dropped
+        // once, here; then the block, holding no live value, freed once.
+        unsafe {
+            std::ptr::slice_from_raw_parts_mut(self.ptr.as_ptr(), self.len).drop_in_place();
+            free_block(self.ptr, self.len);
+        }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Inputs<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl<T: PartialEq<U>, U> PartialEq<Inputs<U>> for Inputs<T> {
+    fn eq(&self, other: &Inputs<U>) -> bool {
+        **self == **other
+    }
+}
+
+impl<T: Eq> Eq for Inputs<T> {}
+
+impl<T: PartialEq<U>, U> PartialEq<Vec<U>> for Inputs<T> {
+    fn eq(&self, other: &Vec<U>) -> bool {
+        **self == **other
+    }
+}
+
+impl<T: PartialEq<U>, U> PartialEq<[U]> for Inputs<T> {
+    fn eq(&self, other: &[U]) -> bool {
+        **self == *other
+    }
+}
+
+impl<T: PartialEq<U>, U, const N: usize> PartialEq<[U; N]> for Inputs<T> {
+    fn eq(&self, other: &[U; N]) -> bool {
+        **self == *other
+    }
+}
+
+impl<T> From<Inputs<T>> for Vec<T> {
+    fn from(xs: Inputs<T>) -> Self {
+        xs.into_vec()
+    }
+}
+
+impl<'a, T> IntoIterator for &'a Inputs<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl<'a, T> IntoIterator for &'a mut Inputs<T> {
+    type Item = &'a mut T;
+    type IntoIter = std::slice::IterMut<'a, T>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
+    }
+}
+
+impl<T> IntoIterator for Inputs<T> {
+    type Item = T;
+    type IntoIter = IntoIter<T>;
+
+    fn into_iter(self) -> IntoIter<T> {
+        let this = ManuallyDrop::new(self);
+        IntoIter {
+            ptr: this.ptr,
+            len: this.len,
+            next: 0,
+            end: this.len,
+            _owns: PhantomData,
+        }
+    }
+}
+
+/// The values of an [`Inputs`], moved out in slot order.
+pub struct IntoIter<T> {
+    ptr: NonNull<T>,
+    /// The block's size in values.
+    len: usize,
+    /// Values `next..end` are live; the others were moved out.
+    next: usize,
+    end: usize,
+    _owns: PhantomData<T>,
+}
+
+// SAFETY: as for `Inputs`: the iterator owns the values left.
+unsafe impl<T: Send> Send for IntoIter<T> {}
+// SAFETY: `&IntoIter` gives access to no value.
+unsafe impl<T: Sync> Sync for IntoIter<T> {}
+
+impl<T> Iterator for IntoIter<T> {
+    type Item = T;
+
+    #[inline]
+    fn next(&mut self) -> Option<T> {
+        if self.next == self.end {
+            return None;
+        }
+        let k = self.next;
+        self.next += 1;
+        // SAFETY: value `k` is in `next..end` (live, owned by the iterator)
+        // and leaves that range above, so it is read out once.
+        Some(unsafe { self.ptr.as_ptr().add(k).read() })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.end - self.next;
+        (n, Some(n))
+    }
+}
+
+impl<T> DoubleEndedIterator for IntoIter<T> {
+    fn next_back(&mut self) -> Option<T> {
+        if self.next == self.end {
+            return None;
+        }
+        self.end -= 1;
+        // SAFETY: value `end` was the last of `next..end` (live, owned by
+        // the iterator) and has left that range: read out once.
+        Some(unsafe { self.ptr.as_ptr().add(self.end).read() })
+    }
+}
+
+impl<T> ExactSizeIterator for IntoIter<T> {}
+
+impl<T> Drop for IntoIter<T> {
+    fn drop(&mut self) {
+        // SAFETY: values `next..end` are live and owned here: dropped once;
+        // the others were moved out. The block (of `len` values, from
+        // `alloc_block`) then holds nothing live and is freed once.
+        unsafe {
+            let rest = self.ptr.as_ptr().add(self.next);
+            std::ptr::slice_from_raw_parts_mut(rest, self.end - self.next).drop_in_place();
+            free_block(self.ptr, self.len);
+        }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for IntoIter<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IntoIter")
+            .field("left", &(self.end - self.next))
+            .finish()
+    }
+}
+
+/// Slots against a model: any order of fills, refusals, partial takes and
+/// drops, with values that count their drops.
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::SlotVec;
+    use proptest::prelude::*;
+    use std::cell::Cell;
+    use std::rc::Rc;
+
+    /// A value that counts its drops.
+    #[derive(Debug)]
+    struct Counted(u64, Rc<Cell<u64>>);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.1.set(self.1.get() + 1);
+        }
+    }
+
+    proptest! {
+        /// Fills in a random order (with repeats and slots past the end):
+        /// a fill of a filled slot or of no such slot is refused with the
+        /// value given back; once all are in, the inputs are the values in
+        /// slot order; every value is dropped exactly once whether the
+        /// slots are dropped part-filled, or the inputs dropped, iterated
+        /// in part from either end, or turned into a `Vec`.
+        #[test]
+        fn slots_match_a_model(
+            n in 0usize..=64,
+            fills in proptest::collection::vec(0usize..70, 0..200),
+            end in 0u8..4,
+            taken in 0usize..70,
+        ) {
+            let drops = Rc::new(Cell::new(0));
+            let mut s = SlotVec::new(n);
+            let mut model = vec![None; n];
+            let mut made = 0u64;
+            for (i, k) in fills.into_iter().enumerate() {
+                let v = Counted(i as u64, drops.clone());
+                made += 1;
+                match s.put(k, v) {
+                    Ok(()) => {
+                        prop_assert!(k < n && model[k].is_none());
+                        model[k] = Some(i as u64);
+                    }
+                    Err(v) => {
+                        prop_assert!(k >= n || model[k].is_some());
+                        prop_assert_eq!(v.0, i as u64);
+                    }
+                }
+                prop_assert_eq!(s.is_full(), model.iter().all(Option::is_some));
+            }
+            match s.into_inputs() {
+                Err(s) => {
+                    prop_assert!(model.iter().any(Option::is_none));
+                    drop(s);
+                }
+                Ok(xs) => {
+                    let want: Vec<u64> = model.iter().map(|v| v.unwrap()).collect();
+                    let got: Vec<u64> = xs.iter().map(|v| v.0).collect();
+                    prop_assert_eq!(&got, &want);
+                    match end {
+                        0 => drop(xs),
+                        1 => {
+                            let mut it = xs.into_iter();
+                            for w in want.iter().take(taken) {
+                                prop_assert_eq!(it.next().map(|v| v.0), Some(*w));
+                            }
+                        }
+                        2 => {
+                            let mut it = xs.into_iter();
+                            for w in want.iter().rev().take(taken) {
+                                prop_assert_eq!(it.next_back().map(|v| v.0), Some(*w));
+                            }
+                        }
+                        _ => {
+                            let v = xs.into_vec();
+                            prop_assert_eq!(v.iter().map(|v| v.0).collect::<Vec<_>>(), want);
+                        }
+                    }
+                }
+            }
+            prop_assert_eq!(drops.get(), made);
+        }
+    }
+
+    /// Zero-sized values and no slots allocate nothing and still count.
+    #[test]
+    fn empty_and_zero_sized() {
+        let s = SlotVec::<()>::new(0);
+        assert!(s.is_full());
+        assert_eq!(s.into_inputs().map(|x| x.len()).ok(), Some(0));
+        let mut s = SlotVec::<()>::new(3);
+        for k in 0..3 {
+            assert!(s.put(k, ()).is_ok());
+        }
+        assert_eq!(s.into_inputs().map(|x| x.into_iter().count()).ok(), Some(3));
+        let xs = SlotVec::full(vec![String::from("a"), String::from("b")])
+            .into_inputs()
+            .ok()
+            .unwrap();
+        assert_eq!(xs.concat(), "ab");
     }
 }
