@@ -8,7 +8,7 @@ use crate::instance::{AnySlot, Instance, Slot};
 use crate::mode::{ContinuesTo, Mode, ModeKind};
 use crate::node;
 use crate::pending::Once;
-use crate::raw::slot_vec::Inputs;
+use crate::raw::inputs::Inputs;
 use crate::signal;
 use manycore_rt::Core;
 use std::cell::RefCell;

@@ -12,7 +12,7 @@ use crate::mode::ModeKind;
 use crate::node::{self, NodeRef};
 use crate::outcome::Outcome;
 use crate::pending::Once;
-use crate::raw::slot_vec::Inputs;
+use crate::raw::inputs::Inputs;
 use crate::signal;
 use manycore_rt::Core;
 use std::fmt;

@@ -7,7 +7,7 @@ use crate::error::FlowError;
 use crate::mode::{Mode, ModeKind, User};
 use crate::node::{self, NodeRef};
 use crate::pending::Once;
-use crate::raw::slot_vec::Inputs;
+use crate::raw::inputs::Inputs;
 use manycore_rt::Core;
 use std::fmt;
 use std::marker::PhantomData;

@@ -126,7 +126,7 @@ pub use graph::{Graph, GraphBuilder, NodeId};
 pub use instance::{AnySlot, Instance, Slot};
 pub use mode::{ContinuesTo, Kernel, KernelInterface, Mode, ModeKind, User};
 pub use outcome::Outcome;
-pub use raw::slot_vec::{Inputs, IntoIter as InputsIntoIter};
+pub use raw::inputs::{Inputs, IntoIter as InputsIntoIter};
 pub use reactor::{pipe, Backend, Device, IoError, IoResult, Issuer, Reactor, ReactorStats};
 pub use template::Template;
 

@@ -6,7 +6,8 @@
 
 use crate::ctx::RawCtx;
 use crate::gate::Gate;
-use crate::raw::slot_vec::{Inputs, SlotVec};
+use crate::raw::inputs::Inputs;
+use crate::raw::slot_vec::SlotVec;
 use crate::template::TemplateInner;
 use std::sync::Arc;
 

@@ -10,7 +10,7 @@ use crate::gate::Gate;
 use crate::instance::Instance;
 use crate::mode::{Mode, User};
 use crate::node;
-use crate::raw::slot_vec::Inputs;
+use crate::raw::inputs::Inputs;
 use manycore_rt::Core;
 use std::fmt;
 use std::marker::PhantomData;

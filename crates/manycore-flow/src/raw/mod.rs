@@ -10,6 +10,8 @@
 //!   instance's owner half, in the instance's one allocation);
 //! * `slot_vec.rs`: input slots filled in any order, in a block of the
 //!   free lists, that become the body's `Inputs` in place;
+//! * `inputs.rs`: `Inputs`, the values a body receives, owning that block
+//!   and giving it back to the free lists when dropped;
 //! * `shared.rs`: a counted reference with one count (an instance's
 //!   handles), whose first two references cost no read-modify-write;
 //! * `slab.rs`: a thread's free lists of blocks by size class, which
@@ -17,6 +19,7 @@
 
 pub(crate) mod epoll;
 pub(crate) mod fd;
+pub(crate) mod inputs;
 pub(crate) mod owner_cell;
 pub(crate) mod shared;
 pub(crate) mod slab;
