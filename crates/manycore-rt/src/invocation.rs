@@ -5,10 +5,12 @@
 
 use crate::core_loop::{with_local, Waited};
 use crate::error::InvokeError;
+use crate::outside::Presence;
 use crate::raw::Rx;
 use manycore_sync::AdaptiveSpin;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -23,6 +25,17 @@ pub struct Invocation<T> {
     spin: Duration,
     deadline: Option<Instant>,
     timer_armed: bool,
+    /// The outside thread this was made on, which is counted as awake
+    /// while it has invocations in flight (`outside::call_begun`).
+    maker: Option<Arc<Presence>>,
+}
+
+impl<T> Drop for Invocation<T> {
+    fn drop(&mut self) {
+        if let Some(p) = &self.maker {
+            p.call_ended();
+        }
+    }
 }
 
 impl<T> std::fmt::Debug for Invocation<T> {
@@ -35,11 +48,17 @@ impl<T> std::fmt::Debug for Invocation<T> {
 
 impl<T> Invocation<T> {
     pub(crate) fn new(c: Rx<T>, spin: Duration) -> Self {
+        let maker = if with_local(|l| l.is_none()) {
+            crate::outside::call_begun()
+        } else {
+            None
+        };
         Self {
             c,
             spin,
             deadline: None,
             timer_armed: false,
+            maker,
         }
     }
 
@@ -136,12 +155,18 @@ impl<T> Invocation<T> {
     }
 
     /// An outside thread's wait: spin as the adaptive policy says (counted
-    /// as awake while it spins on the clock; yielding while more threads
-    /// are awake than CPUs), then park. The thread's gap predictor learns
-    /// how long its waits take, asleep or not.
+    /// as awake while it spins, if its calls in flight do not count it
+    /// already; yielding while more threads are awake than CPUs), then
+    /// park, uncounted. The thread's gap predictor learns how long its
+    /// waits take, asleep or not.
     fn wait_on_thread(&self, deadline: Option<Instant>) -> bool {
         crate::outside::with_gaps(|gaps| {
-            let mut budget = AdaptiveSpin::counted(self.spin.min(crate::outside::SPIN_MAX), gaps);
+            let max = self.spin.min(crate::outside::SPIN_MAX);
+            let mut budget = if crate::outside::present() {
+                AdaptiveSpin::new(max, gaps)
+            } else {
+                AdaptiveSpin::counted(max, gaps)
+            };
             while budget.spin() {
                 if self.c.is_done() {
                     budget.found();
@@ -167,13 +192,13 @@ impl<T> Invocation<T> {
                 return true;
             }
             match deadline {
-                None => std::thread::park(),
+                None => crate::outside::parked(std::thread::park),
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
                         return self.c.is_done();
                     }
-                    std::thread::park_timeout(d - now);
+                    crate::outside::parked(|| std::thread::park_timeout(d - now));
                 }
             }
         }

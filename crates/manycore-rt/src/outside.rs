@@ -1,14 +1,16 @@
 //! How a thread that is not a core (an "outside" thread: `main`, a std
 //! thread) waits for the runtime: its waker, which notes the wake and
-//! unparks it; its prediction of how long its waits take; and `block_on`.
-//! Both `Invocation::wait` and `block_on` spin first, as the adaptive
-//! idle policy says (counted as awake while they spin; see "Idle
-//! policies" in the crate's README), and then park.
+//! unparks it; its prediction of how long its waits take; its place in
+//! the count of awake threads; and `block_on`. Both `Invocation::wait`
+//! and `block_on` spin first, as the adaptive idle policy says (counted
+//! as awake while they spin, and while the thread has invocations in
+//! flight; see "Idle policies" in the crate's README), and then park,
+//! uncounted.
 
-use manycore_sync::{AdaptiveSpin, GapPredictor};
+use manycore_sync::{AdaptiveSpin, Awake, GapPredictor};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
@@ -38,7 +40,67 @@ pub(crate) const SPIN_MAX: Duration = Duration::from_millis(1);
 /// parks (it knows no runtime's policy: the default `Hybrid`'s).
 const BLOCK_ON_SPIN: Duration = Duration::from_micros(50);
 
+/// An outside thread's place in the count of awake threads
+/// (`manycore_sync::Awake`): it is counted while it has invocations in
+/// flight (made on it and not dropped yet, wherever they are dropped) and
+/// is not parked, whether it spins, waits or runs code of its own
+/// meanwhile. A thread that keeps calls in flight while it prepares the
+/// next ones needs a CPU as much as a core does; counted only while it
+/// spins, it would let idle cores pause in place on the CPUs it needs.
+/// The count only chooses between pausing, yielding and sleeping (never
+/// whether a wake-up is delivered), so the moments in which two racing
+/// updates leave it off by one cost speed, not correctness.
+pub(crate) struct Presence {
+    /// `calls << 1 | parked`: the invocations made on the thread and not
+    /// dropped yet, and whether the thread is parked (or has exited).
+    state: AtomicUsize,
+}
+
+const PARKED: usize = 1;
+const CALL: usize = 2;
+
+impl Presence {
+    fn counted(state: usize) -> bool {
+        state >= CALL && state & PARKED == 0
+    }
+    /// Applies `f` to the state; moves the thread in or out of the count
+    /// if that changed whether it is counted.
+    fn update(&self, f: impl Fn(usize) -> usize) {
+        let old = self
+            .state
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |s| Some(f(s)))
+            .unwrap_or_else(|s| s);
+        match (Self::counted(old), Self::counted(f(old))) {
+            // The guards are forgotten: the count is moved by hand. A
+            // presence's transitions alternate in the order of its RMWs,
+            // so its moves cancel out in pairs; two racing updaters (the
+            // thread and a drop elsewhere) may apply theirs in the other
+            // order, a moment off by one.
+            (false, true) => std::mem::forget(Awake::enter()),
+            (true, false) => std::mem::forget(Awake::leave()),
+            _ => {}
+        }
+    }
+    /// An invocation made on this presence's thread was dropped.
+    pub(crate) fn call_ended(&self) {
+        self.update(|s| s.saturating_sub(CALL) | (s & PARKED));
+    }
+}
+
+/// This thread's presence, shared with the invocations made on it.
+struct ThreadPresence(Arc<Presence>);
+
+impl Drop for ThreadPresence {
+    /// An exited thread is not counted, whatever it has in flight.
+    fn drop(&mut self) {
+        self.0.update(|s| s | PARKED);
+    }
+}
+
 thread_local! {
+    static PRESENCE: ThreadPresence = ThreadPresence(Arc::new(Presence {
+        state: AtomicUsize::new(0),
+    }));
     static THREAD_WAKE: Arc<ThreadWake> = Arc::new(ThreadWake {
         thread: std::thread::current(),
         woken: AtomicBool::new(false),
@@ -46,6 +108,39 @@ thread_local! {
     static THREAD_WAKER: Waker = THREAD_WAKE.with(|t| Waker::from(t.clone()));
     /// An outside thread's prediction of how long its waits take.
     static OUTSIDE_GAPS: GapPredictor = GapPredictor::new(Duration::from_micros(50));
+}
+
+/// An invocation is made on this outside thread: the thread is counted
+/// as awake from its first one in flight. Returns the presence that the
+/// invocation's drop hands back (`Presence::call_ended`).
+pub(crate) fn call_begun() -> Option<Arc<Presence>> {
+    PRESENCE
+        .try_with(|p| {
+            p.0.update(|s| s + CALL);
+            p.0.clone()
+        })
+        .ok()
+}
+
+/// Whether this thread is counted as awake by its calls in flight (a wait
+/// then need not count itself).
+pub(crate) fn present() -> bool {
+    PRESENCE
+        .try_with(|p| p.0.state.load(Ordering::Relaxed) >= CALL)
+        .unwrap_or(false)
+}
+
+/// Runs `park` (a blocking park of this thread) uncounted.
+pub(crate) fn parked<R>(park: impl FnOnce() -> R) -> R {
+    let p = PRESENCE.try_with(|p| p.0.clone()).ok();
+    if let Some(p) = &p {
+        p.update(|s| s | PARKED);
+    }
+    let r = park();
+    if let Some(p) = &p {
+        p.update(|s| s & !PARKED);
+    }
+    r
 }
 
 /// A waker that unparks the calling thread (one per thread, made once).
@@ -61,7 +156,11 @@ pub(crate) fn block_on_thread<F: Future>(mut fut: Pin<&mut F>) -> F::Output {
     let mut cx = Context::from_waker(&waker);
     THREAD_WAKE.with(|t| {
         OUTSIDE_GAPS.with(|gaps| {
-            let mut budget = AdaptiveSpin::counted(BLOCK_ON_SPIN, gaps);
+            let mut budget = if present() {
+                AdaptiveSpin::new(BLOCK_ON_SPIN, gaps)
+            } else {
+                AdaptiveSpin::counted(BLOCK_ON_SPIN, gaps)
+            };
             loop {
                 t.woken.store(false, Ordering::SeqCst);
                 if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
@@ -75,7 +174,7 @@ pub(crate) fn block_on_thread<F: Future>(mut fut: Pin<&mut F>) -> F::Output {
                     if !budget.spin() {
                         // A wake since the flag was cleared left an unpark
                         // token: `park` then returns at once.
-                        std::thread::park();
+                        parked(std::thread::park);
                         budget.slept();
                     }
                 }

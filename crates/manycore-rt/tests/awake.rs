@@ -1,6 +1,7 @@
 //! The process-wide count of awake manycore threads that the idle policy
 //! consults (`manycore_sync::Awake`): cores count but while they sleep,
-//! outside threads only while they spin in a wait. One test in its own
+//! outside threads while they have calls in flight and are not parked, or
+//! spin in a wait. One test in its own
 //! binary, since the count is per process.
 
 use manycore_rt::{IdlePolicy, Runtime};
@@ -19,7 +20,7 @@ fn eventually(what: &str, f: impl Fn() -> bool) {
 }
 
 #[test]
-fn cores_count_while_awake_and_outside_threads_while_they_spin() {
+fn cores_count_while_awake_and_outside_threads_while_they_call_or_spin() {
     assert_eq!(Awake::count(), 0, "no manycore thread yet");
     let rt = Runtime::builder()
         .cores(2)
@@ -30,8 +31,10 @@ fn cores_count_while_awake_and_outside_threads_while_they_spin() {
         .unwrap();
     eventually("idle cores sleep after their spin", || Awake::count() == 0);
 
-    // A core running code is awake; an outside thread that waits for it
-    // spins (counted) for at most 1 ms and then parks (not counted).
+    // A core running code is awake. An outside thread with a call in
+    // flight is awake too, until it parks or the call is dropped (here on
+    // another thread, which waits for it: spinning, counted, for at most
+    // 1 ms, and then parked, not counted).
     let (seen_tx, seen_rx) = mpsc::channel();
     let (go_tx, go_rx) = mpsc::channel::<()>();
     let inv = rt.core(0).call(move || {
@@ -40,30 +43,46 @@ fn cores_count_while_awake_and_outside_threads_while_they_spin() {
         7
     });
     assert!(seen_rx.recv().unwrap() >= 1, "a core running code is awake");
-    let waiter = std::thread::spawn(move || inv.wait());
-    eventually("the outside waiter parks, the busy core stays", || {
-        Awake::count() == 1
+    eventually("the busy core and the caller with a call in flight", || {
+        Awake::count() == 2
     });
+    let waiter = std::thread::spawn(move || inv.wait());
+    eventually(
+        "the waiter parks; the busy core and the caller stay",
+        || Awake::count() == 2,
+    );
     go_tx.send(()).unwrap();
     assert_eq!(waiter.join().unwrap().unwrap(), 7);
-    eventually("everyone sleeps again", || Awake::count() == 0);
+    eventually("the call was dropped: everyone sleeps again", || {
+        Awake::count() == 0
+    });
 
-    // The same for `block_on` on an outside thread.
-    let (seen_tx, seen_rx) = mpsc::channel();
-    let (go_tx, go_rx) = mpsc::channel::<()>();
-    let inv = rt.core(1).call(move || {
-        seen_tx.send(()).unwrap();
-        go_rx.recv().unwrap();
-        8
-    });
-    seen_rx.recv().unwrap();
-    let waiter = std::thread::spawn(move || manycore_rt::block_on(inv));
-    eventually("the block_on waiter parks, the busy core stays", || {
-        Awake::count() == 1
-    });
-    go_tx.send(()).unwrap();
-    assert_eq!(waiter.join().unwrap().unwrap(), 8);
-    eventually("everyone sleeps again", || Awake::count() == 0);
+    // A thread that makes its call and waits for it (`wait`, then
+    // `block_on`) is counted until it parks.
+    for (i, blocking) in [(0, false), (1, true)] {
+        let (seen_tx, seen_rx) = mpsc::channel();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let core = rt.core(i).clone();
+        let waiter = std::thread::spawn(move || {
+            let inv = core.call(move || {
+                seen_tx.send(()).unwrap();
+                go_rx.recv().unwrap();
+                8
+            });
+            if blocking {
+                manycore_rt::block_on(inv)
+            } else {
+                inv.wait()
+            }
+        });
+        seen_rx.recv().unwrap();
+        eventually("the waiter parks, the busy core stays", || {
+            Awake::count() == 1
+        });
+        go_tx.send(()).unwrap();
+        assert_eq!(waiter.join().unwrap().unwrap(), 8);
+        eventually("everyone sleeps again", || Awake::count() == 0);
+    }
 
     rt.shutdown();
     assert_eq!(Awake::count(), 0, "exited cores are not counted");

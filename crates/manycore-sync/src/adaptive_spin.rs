@@ -23,11 +23,23 @@
 //!   while the owner is on a CPU; Go's scheduler spins only when a P is
 //!   idle). A process-wide count, [`Awake`], holds the threads of manycore
 //!   that are awake: cores running or spinning, and outside threads
-//!   spinning in a wait. While it is larger than the process's CPUs
+//!   that the runtime counts (while they spin in a wait, and in
+//!   `manycore-rt` while they have calls in flight and are not parked).
+//!   While it is larger than the process's CPUs
 //!   ([`cpu::original`](crate::cpu::original)), a spinning thread yields
 //!   its CPU at every turn instead of pausing in place: the partner, if it
 //!   waits for this CPU, runs at once, and the wait still ends as soon as
-//!   the answer is in.
+//!   the answer is in. Two more rules hold while the count is larger:
+//!   - a wait yields from its first turn, without the free spins: a core
+//!     that has just answered a call would otherwise poll 64 times before
+//!     its caller, waiting for the same CPU, gets it back;
+//!   - a wait runs out only once its budget has passed *and* it has
+//!     yielded as many times as there are awake threads per CPU (one
+//!     turn of each): the budget is wall-clock time, and a thread that
+//!     the scheduler left off its CPU for a while has not spun that long.
+//!     Sleeping before every thread that shares the CPU had its turn
+//!     would give up on a partner that never ran; after the turn, the
+//!     budget decides as before.
 //!
 //! Any value of the count and the prediction is safe: they choose between
 //! spinning, yielding and sleeping, never whether a wake-up is delivered
@@ -75,7 +87,8 @@ static AWAKE: CachePadded<AtomicUsize> = CachePadded::new(AtomicUsize::new(0));
 static CPUS: OnceLock<usize> = OnceLock::new();
 
 /// The process-wide count of awake threads of manycore: cores that are
-/// running or spinning and outside threads spinning in a wait.
+/// running or spinning and outside threads that are counted (while they
+/// spin in a wait, or as their runtime says).
 #[derive(Debug)]
 pub struct Awake;
 
@@ -100,6 +113,12 @@ impl Awake {
     pub fn count() -> usize {
         AWAKE.load(Ordering::Relaxed)
     }
+}
+
+/// Yields that give every awake thread sharing a CPU one turn: the awake
+/// threads per CPU, rounded up.
+fn rotation() -> usize {
+    AWAKE.load(Ordering::Relaxed).div_ceil(cpus())
 }
 
 /// The process's CPU count, from its original CPU set.
@@ -210,6 +229,8 @@ pub struct AdaptiveSpin<'a> {
     gap: Option<Instant>,
     calls: u32,
     crowded: bool,
+    /// Yields made since the clock started.
+    yields: u32,
     /// Count this thread in [`Awake`] while it spins on the clock (an
     /// outside thread; a core counts itself for its whole life).
     count_self: bool,
@@ -227,6 +248,7 @@ impl<'a> AdaptiveSpin<'a> {
             gap: None,
             calls: 0,
             crowded: false,
+            yields: 0,
             count_self: false,
             awake: None,
         }
@@ -254,6 +276,7 @@ impl<'a> AdaptiveSpin<'a> {
         }
         self.clock = None;
         self.calls = 0;
+        self.yields = 0;
         self.awake = None;
     }
 
@@ -262,19 +285,23 @@ impl<'a> AdaptiveSpin<'a> {
     pub fn slept(&mut self) {
         self.clock = None;
         self.calls = 0;
+        self.yields = 0;
     }
 
     /// Spins once; false once the budget is spent (sleep then). The first
-    /// spins are free (no clock, no pause); after them every call reads
-    /// the count of awake threads now and then, and pauses or, while there
-    /// are more awake threads than CPUs, yields.
+    /// spins are free (no clock, no pause), unless the last look found
+    /// more awake threads than CPUs; after them every call reads the
+    /// count of awake threads now and then, and pauses or, while there are
+    /// more awake threads than CPUs, yields. While crowded, the budget is
+    /// spent only once it has passed and this wait has yielded one turn of
+    /// every awake thread per CPU (see the module's docs).
     #[inline]
     pub fn spin(&mut self) -> bool {
         if self.max.is_zero() {
             return false;
         }
         self.calls = self.calls.wrapping_add(1);
-        if self.calls < FREE_SPINS {
+        if self.calls < FREE_SPINS && !self.crowded {
             return true;
         }
         if self.crowded || self.calls & 63 == 0 {
@@ -287,7 +314,10 @@ impl<'a> AdaptiveSpin<'a> {
                         self.awake = Some(Awake::enter());
                     }
                 }
-                Some(s) if now.duration_since(s) >= self.budget => {
+                Some(s)
+                    if now.duration_since(s) >= self.budget
+                        && (!self.crowded || self.yields as usize >= rotation()) =>
+                {
                     self.awake = None;
                     return false;
                 }
@@ -296,6 +326,7 @@ impl<'a> AdaptiveSpin<'a> {
             self.crowded = Awake::crowded();
         }
         if self.crowded {
+            self.yields = self.yields.saturating_add(1);
             crate::thread::yield_now();
         } else {
             spin_loop();
@@ -358,6 +389,26 @@ mod tests {
             before,
             "a gap past the free spins is recorded"
         );
+    }
+
+    #[test]
+    fn a_crowded_spin_gives_every_thread_a_turn_before_it_runs_out() {
+        // Four awake threads per CPU (other tests may add more): a spin
+        // whose budget is spent at once still yields four times first.
+        let guards: Vec<AwakeGuard> = (0..cpus() * 4).map(|_| Awake::enter()).collect();
+        let max = Duration::from_nanos(1);
+        let p = GapPredictor::new(max);
+        let mut s = AdaptiveSpin::new(max, &p);
+        let mut n = 0u64;
+        while s.spin() {
+            n += 1;
+            assert!(n < 1 << 30);
+        }
+        assert!(s.yields >= 4, "{} yields", s.yields);
+        assert!(n < u64::from(FREE_SPINS) + 64 * u64::from(s.yields) + 64);
+        drop(guards);
+        s.found();
+        assert_eq!(s.yields, 0);
     }
 
     proptest::proptest! {
