@@ -19,7 +19,8 @@
 //! atomically, and it says what lies there:
 //!
 //! - `0`: nothing yet (the *end mark*);
-//! - `h | 1`: a record written and not published (*pending*);
+//! - `h | 1`: the first record of a batch, written and not published
+//!   (*pending*): the consumer stops here;
 //! - `h`: a published record of `T::cells(h)` cells.
 //!
 //! **Push** at `p`: the producer builds the value, copies its bytes after
@@ -27,11 +28,12 @@
 //! cells: nothing past them is written), stores the end mark `0` into the
 //! header word of the next position `p + n` (Relaxed), and then the header
 //! of `p`: `h` with Release (a push that publishes at once), or `h | 1`
-//! Relaxed (a pending push). **Publish** walks the pending records from the
-//! position last published and stores each header without its bit: the
-//! first one last, with Release, so that the batch becomes visible at once
-//! (the consumer stops at the first record until then, and whoever sees
-//! its header sees the others'). **Pop** at `q`: the consumer loads `q`'s header
+//! Relaxed (the first record of a batch), or, behind a pending record, `h`
+//! Relaxed (the consumer does not pass the pending record, so these are
+//! not read before the batch is published). **Publish** stores the batch's
+//! first header without its bit, with Release: one store, in the batch's
+//! first cell, and the batch becomes visible at once (whoever sees that
+//! header sees every record and header written before it). **Pop** at `q`: the consumer loads `q`'s header
 //! with Acquire; if it is not a published record (0 or pending) the ring is
 //! empty; otherwise it copies the record's cells out, advances by `n` and
 //! stores its position `head` (Release, on a line of its own). The producer
@@ -50,8 +52,8 @@
 //! published at once, that line would go back and forth for every record
 //! on it. Pending, the consumer sees nothing new until the batch is
 //! published and then pulls each line once, after the producer is done
-//! with it; the headers are stored from lines still in the producer's
-//! cache.
+//! with it; and publishing is one store, as with an index, but into the
+//! batch's first cell instead of a line of its own.
 //!
 //! **Room.** The producer pushes only while `pos + max_cells + 1 - head <=
 //! cap`: the largest record and the end mark after it.
@@ -88,7 +90,8 @@
 //! are read in the order they were written, from the length their header
 //! gives, so positions stay in step on both sides. The headers of a batch
 //! after its first are stored Relaxed while the consumer waits at the
-//! first: it reads them only after the first's Acquire, which orders them.
+//! first (pending): it reads them only after the first's Acquire, which
+//! orders them.
 
 use manycore_sync::atomic::{AtomicU64, Ordering};
 #[cfg(loom)]
@@ -482,11 +485,17 @@ impl<T: Packed> Producer<T> {
         // The end mark: whatever the next position's header word held (a
         // body word of an older record) is not read as a header.
         b.header(next).store(0, Ordering::Relaxed);
-        if PUBLISH {
+        if self.pos != self.published {
+            // Behind a pending record, which the consumer does not pass
+            // before the batch is published: the header as it will be read
+            // (Relaxed; `publish`'s Release orders it).
+            b.header(self.pos).store(h, Ordering::Relaxed);
+        } else if PUBLISH {
             // Release; pairs with the consumer's Acquire of the header: the
             // record's body and the end mark are visible to whoever sees it.
             b.header(self.pos).store(h, Ordering::Release);
         } else {
+            // The first record of a batch: pending until `publish`.
             b.header(self.pos).store(h | PENDING, Ordering::Relaxed);
         }
         self.pos = next;
@@ -500,23 +509,12 @@ impl<T: Packed> Producer<T> {
             return false;
         }
         let b = &self.buf.0;
-        let first = self.published;
-        // Our own stores: pending headers.
-        let h0 = b.header(first).load(Ordering::Relaxed) & !PENDING;
-        // SAFETY: `h0` is the header of the record we wrote at `first`.
-        let mut p = first.wrapping_add(unsafe { T::cells(h0) } as u64);
-        while p != self.pos {
-            let h = b.header(p).load(Ordering::Relaxed) & !PENDING;
-            // Relaxed: the consumer stops at `first` until the Release
-            // below, which orders this store before it.
-            b.header(p).store(h, Ordering::Relaxed);
-            // SAFETY: `h` is the header of the record we wrote at `p`.
-            p = p.wrapping_add(unsafe { T::cells(h) } as u64);
-        }
+        // Our own store: the batch's first header, pending.
+        let h = b.header(self.published).load(Ordering::Relaxed) & !PENDING;
         // Release; pairs with the consumer's Acquire of the header: every
-        // record of the batch, and every header stored above, is visible
-        // to whoever sees this one.
-        b.header(first).store(h0, Ordering::Release);
+        // record of the batch (their headers too) is visible to whoever
+        // sees this one.
+        b.header(self.published).store(h, Ordering::Release);
         self.published = self.pos;
         true
     }
