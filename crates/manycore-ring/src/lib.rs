@@ -29,8 +29,9 @@
 //!
 //! [`packed`] is the other ring of the crate, the one manycore's runtime
 //! sends its messages through: records of one to four 16-byte cells (four
-//! small messages to a line), written by the producer and published in
-//! batches by one store of its index, when the producer chooses.
+//! small messages to a line), each published by a store of its first word
+//! in its own cell, one at a time or a batch at once, as the producer
+//! chooses.
 //!
 //! All of the crate's `unsafe` code is in `raw/` (`raw/mod.rs` for this
 //! ring, `raw/packed.rs` for the packed one), with each protocol and why it

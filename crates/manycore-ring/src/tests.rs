@@ -64,34 +64,63 @@ proptest! {
 fn packed_small_records_share_lines() {
     let (mut tx, mut rx) = packed::channel::<Rec>(16).unwrap();
     assert_eq!(tx.capacity(), 16);
-    // A push needs room for the largest record (4 cells): 13 one-cell
-    // records fit in 16 cells.
-    for id in 0..13 {
+    // A push needs room for the largest record (4 cells) and the end mark
+    // after it: 12 one-cell records fit in 16 cells.
+    for id in 0..12 {
         assert!(tx.try_push(Rec::new(1, id)).is_ok());
     }
     assert!(tx.is_full());
     assert!(tx.try_push(Rec::new(1, 99)).is_err());
-    assert_eq!(tx.unpublished(), 13);
+    assert_eq!(tx.unpublished(), 12);
     assert!(rx.is_empty() && rx.try_pop().is_none());
     assert!(tx.publish());
     assert!(!tx.publish());
-    for id in 0..13 {
+    for id in 0..12 {
         assert_eq!(rx.try_pop().map(|r| r.id), Some(id));
     }
     assert!(rx.is_empty());
 }
 
+#[test]
+fn packed_published_at_once_and_behind_pending() {
+    let (mut tx, mut rx) = packed::channel::<Rec>(8).unwrap();
+    assert!(tx.try_push_published_with(|| Rec::new(2, 0)).is_ok());
+    assert_eq!(tx.unpublished(), 0);
+    assert_eq!(rx.try_pop().map(|r| (r.cells(), r.id)), Some((2, 0)));
+    // A pending record, then one published at once: both go out, in order.
+    assert!(tx.try_push(Rec::new(1, 1)).is_ok());
+    assert!(rx.try_pop().is_none());
+    assert!(tx.try_push_published_with(|| Rec::new(1, 2)).is_ok());
+    assert_eq!(tx.unpublished(), 0);
+    assert!(!tx.publish());
+    assert_eq!(rx.try_pop().map(|r| r.id), Some(1));
+    assert_eq!(rx.try_pop().map(|r| r.id), Some(2));
+    assert!(rx.try_pop().is_none());
+    // Full: `make` comes back uncalled and nothing is published.
+    assert!(tx.try_push(Rec::new(3, 3)).is_ok());
+    assert!(tx.try_push(Rec::new(1, 4)).is_ok());
+    assert!(tx.is_full());
+    assert!(tx.try_push_published_with(|| Rec::new(1, 5)).is_err());
+    assert!(rx.try_pop().is_none());
+    assert!(tx.publish());
+    assert_eq!(rx.try_pop().map(|r| r.id), Some(3));
+    assert_eq!(rx.try_pop().map(|r| r.id), Some(4));
+}
+
 proptest! {
     /// The packed ring is a FIFO of published records: for any sequence of
-    /// pushes (1 to 4 cells), publishes and pops, a pop returns the oldest
-    /// published record with every word of its cells intact (also when it
-    /// runs into the shadow cells past the end), a push succeeds exactly
-    /// when the largest record would fit, and the counts of unpublished
-    /// cells and of the space match a model.
+    /// pushes (1 to 4 cells; pending, or published at once with every
+    /// pending one before them), publishes and pops, a pop returns the
+    /// oldest published record with every word of its cells intact (also
+    /// when it runs into the shadow cells past the end, and over cells
+    /// whose header words held body words of older records), a push
+    /// succeeds exactly when the largest record and the end mark would
+    /// fit, and the counts of unpublished cells and of the space match a
+    /// model.
     #[test]
     fn packed_matches_model(
         cap in 8usize..40,
-        ops in proptest::collection::vec((0u8..3, 1u64..5), 0..500),
+        ops in proptest::collection::vec((0u8..4, 1u64..5), 0..500),
     ) {
         let (mut tx, mut rx) = packed::channel::<Rec>(cap).unwrap();
         let real = tx.capacity();
@@ -101,15 +130,23 @@ proptest! {
         let (mut used, mut next) = (0usize, 0u64);
         for (op, cells) in ops {
             match op {
-                0 => {
-                    let r = tx.try_push(Rec::new(cells, next));
-                    if used + 4 <= real {
-                        prop_assert!(r.is_ok());
+                0 | 3 => {
+                    let now = op == 3;
+                    // Room for the largest record (4) and the end mark after it.
+                    let fits = used + 4 < real;
+                    let ok = if now {
+                        tx.try_push_published_with(|| Rec::new(cells, next)).is_ok()
+                    } else {
+                        tx.try_push(Rec::new(cells, next)).is_ok()
+                    };
+                    prop_assert_eq!(ok, fits);
+                    if fits {
                         pending.push_back(Rec::new(cells, next));
                         used += cells as usize;
                         next += 1;
-                    } else {
-                        prop_assert!(r.is_err());
+                        if now {
+                            published.extend(pending.drain(..));
+                        }
                     }
                 }
                 1 => {
@@ -119,16 +156,16 @@ proptest! {
                 _ => {
                     let got = rx.try_pop();
                     let want = published.pop_front();
-                    prop_assert_eq!(got.map(|r| (r.cells, r.id)), want.map(|r| (r.cells, r.id)));
+                    prop_assert_eq!(got.map(|r| (r.cells(), r.id)), want.map(|r| (r.cells(), r.id)));
                     if let (Some(g), Some(w)) = (got, want) {
                         prop_assert_eq!(g.words(), w.words());
-                        used -= g.cells as usize;
+                        used -= g.cells() as usize;
                     }
                 }
             }
-            prop_assert_eq!(tx.unpublished(), pending.iter().map(|r| r.cells as usize).sum::<usize>());
+            prop_assert_eq!(tx.unpublished(), pending.iter().map(|r| r.cells() as usize).sum::<usize>());
             prop_assert_eq!(rx.is_empty(), published.is_empty());
-            prop_assert_eq!(tx.is_full(), used + 4 > real);
+            prop_assert_eq!(tx.is_full(), used + 4 >= real);
         }
     }
 }

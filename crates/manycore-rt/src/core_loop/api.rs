@@ -22,8 +22,8 @@ pub fn debug_counts() -> (usize, usize) {
 /// may stay invisible to its destination until 64 small messages wait for
 /// that destination, `f` returns, or this core waits or polls through the
 /// runtime (a `wait`, `block_on`, `.await` that is pending, `poll_once`,
-/// `park_current`). A stream of spawns then costs one fence and one
-/// transfer of the ring's index per batch instead of per message.
+/// `park_current`). A stream of spawns then costs one fence per batch
+/// instead of one per message.
 ///
 /// The price is the one rule of the scope: inside `f`, do not wait for
 /// a spawn's effect by other means than the runtime (spinning on an

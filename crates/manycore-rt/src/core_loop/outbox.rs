@@ -103,13 +103,12 @@ impl CoreLocal {
             return;
         }
         let r = match self.out.links.borrow_mut().get_mut(dst) {
-            Some(link) if link.spill.is_empty() => match link.producer.try_push(m) {
-                Ok(()) => {
-                    link.unpublished += 1;
-                    Ok(publish(link))
+            Some(link) if link.spill.is_empty() => {
+                match link.producer.try_push_published_with(move || m) {
+                    Ok(()) => Ok(std::mem::take(&mut link.unpublished) + 1),
+                    Err(give_back) => Err(give_back()),
                 }
-                Err(m) => Err(m),
-            },
+            }
             _ => Err(m),
         };
         self.after_push(dst, r);
@@ -139,19 +138,27 @@ impl CoreLocal {
         }
         let mut note = false;
         let r = match self.out.links.borrow_mut().get_mut(dst) {
-            Some(link) => match link.producer.try_push_with(move || Message::new(f)) {
-                Ok(()) => {
-                    link.unpublished += 1;
-                    if DEFER
-                        && self.out.batching.get() > 0
-                        && link.producer.unpublished() < PUBLISH_CELLS
-                    {
-                        note = !std::mem::replace(&mut link.listed, true);
-                        Ok(0)
-                    } else {
-                        Ok(publish(link))
+            Some(link) if DEFER && self.out.batching.get() > 0 => {
+                match link.producer.try_push_with(move || Message::new(f)) {
+                    Ok(()) => {
+                        link.unpublished += 1;
+                        if link.producer.unpublished() < PUBLISH_CELLS {
+                            note = !std::mem::replace(&mut link.listed, true);
+                            Ok(0)
+                        } else {
+                            Ok(publish(link))
+                        }
                     }
+                    Err(make) => Err(make()),
                 }
+            }
+            // Published by its own header, with whatever was deferred to
+            // `dst` before it.
+            Some(link) => match link
+                .producer
+                .try_push_published_with(move || Message::new(f))
+            {
+                Ok(()) => Ok(std::mem::take(&mut link.unpublished) + 1),
                 Err(make) => Err(make()),
             },
             None => Err(Message::new(f)),

@@ -31,13 +31,26 @@ impl<F: FnOnce()> VtOf<F> {
     };
 }
 
-/// An invocation record: a pointer to its table plus the closure (inline
+/// An invocation record: a header, which is the address of its table with
+/// the record's length in cells minus one in bits 1 and 2 (a table is
+/// aligned to 8; bit 0 stays clear for the ring), plus the closure (inline
 /// when it fits). 56 bytes; in a packed ring it takes only the cells its
 /// closure needs (a closure of one word: one cell, a quarter of a line).
 #[repr(C)]
 pub(crate) struct Message {
-    vt: &'static Vt,
+    head: usize,
     payload: Payload,
+}
+
+const _: () = assert!(align_of::<Vt>() >= 8 && size_of::<usize>() == 8);
+
+/// The header of a message whose table is `vt`.
+#[inline(always)]
+fn header(vt: &'static Vt) -> usize {
+    debug_assert!((1..=4).contains(&vt.cells));
+    // The address is exposed, so that `Message::vt` may make a pointer of
+    // it again after the header has travelled as an integer.
+    (vt as *const Vt).expose_provenance() | ((vt.cells - 1) << 1)
 }
 
 const _: () = assert!(size_of::<Message>() == 56);
@@ -46,16 +59,16 @@ const _: () = assert!(size_of::<Message>() == 56);
 // (or a Box<F>), so moving the record to another thread moves an F.
 unsafe impl Send for Message {}
 
-// SAFETY: a Message is 56 bytes with alignment 8; `cells_from` reads only
-// the first word (the table pointer), and a table's `cells` is 1 to 4 (8
-// bytes of pointer and at most INLINE_BYTES of closure); the payload past
+// SAFETY: a Message is 56 bytes with alignment 8; its first word, the
+// header, is the address of a table (not 0, aligned to 8) with the length
+// minus one in bits 1 and 2 (bit 0 clear), and a table's `cells` is 1 to 4
+// (8 bytes of header and at most INLINE_BYTES of closure); the payload past
 // those cells is `MaybeUninit` and unused by the shim (it reads F's bytes,
 // which lie within them), so a copy of the first cells is the same message.
 unsafe impl manycore_ring::packed::Packed for Message {
     #[inline(always)]
-    unsafe fn cells_from(p: *const Self) -> usize {
-        // SAFETY: the caller gives a message whose first cell is written.
-        unsafe { (*p).vt.cells }
+    unsafe fn cells(header: u64) -> usize {
+        ((header as usize >> 1) & 3) + 1
     }
 }
 
@@ -69,7 +82,7 @@ impl Message {
             // SAFETY: `fits` checked that F's size and alignment fit the payload.
             unsafe { payload.as_mut_ptr().cast::<F>().write(f) };
             Message {
-                vt: VtOf::<F>::INLINE,
+                head: header(VtOf::<F>::INLINE),
                 payload,
             }
         } else {
@@ -77,7 +90,7 @@ impl Message {
             // SAFETY: a pointer fits and is aligned in a payload of usizes.
             unsafe { payload.as_mut_ptr().cast::<*mut F>().write(boxed) };
             Message {
-                vt: VtOf::<F>::BOXED,
+                head: header(VtOf::<F>::BOXED),
                 payload,
             }
         }
@@ -88,13 +101,21 @@ impl Message {
         size_of::<F>() <= INLINE_BYTES && align_of::<F>() <= align_of::<Payload>()
     }
 
+    /// The message's table.
+    #[inline(always)]
+    fn vt(&self) -> &'static Vt {
+        // SAFETY: the header is the exposed address of a `&'static Vt`
+        // with bits below 8 added (`header`).
+        unsafe { &*std::ptr::with_exposed_provenance::<Vt>(self.head & !7) }
+    }
+
     /// Runs the closure, consuming the message.
     #[inline]
     pub(crate) fn run(self) {
         let mut me = ManuallyDrop::new(self);
         // SAFETY: the payload holds the value `shim` expects and it has not been
         // consumed; ManuallyDrop keeps `Drop` from consuming it a second time.
-        unsafe { (me.vt.shim)(&mut me.payload, true) }
+        unsafe { (me.vt().shim)(&mut me.payload, true) }
     }
 }
 
@@ -133,7 +154,7 @@ impl Inbound {
             // or dropped; it is marked empty before the shim consumes it, so
             // a panic in the closure (which the shim has moved out) leaves
             // nothing to drop twice.
-            unsafe { ((*m).vt.shim)(&raw mut (*m).payload, true) }
+            unsafe { ((*m).vt().shim)(&raw mut (*m).payload, true) }
         }
     }
 }
@@ -150,7 +171,7 @@ impl Drop for Inbound {
 impl Drop for Message {
     fn drop(&mut self) {
         // SAFETY: a message not yet run still owns its closure; dropping it once here.
-        unsafe { (self.vt.shim)(&mut self.payload, false) }
+        unsafe { (self.vt().shim)(&mut self.payload, false) }
     }
 }
 

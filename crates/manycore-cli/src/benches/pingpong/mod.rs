@@ -59,7 +59,8 @@ one-message-per-line design), manycore-poll / manycore-sleep /
 manycore-hybrid (a 2-core runtime: core 0 calls `core1.call(move || x +
 1).wait()` in a loop, or sends fire-and-forget `spawn`s of a u64 for
 throughput, inside one `batch_spawns` scope, which publishes them in
-batches; the whole loop runs inside one call on core 0). Peer rows run on
+batches, or, in the rows manycore-*-plain, outside any scope, each spawn
+published as it is made; the whole loop runs inside one call on core 0). Peer rows run on
 two threads pinned to the first two CPUs of the original CPU set. Cases:
 round_trip (median, p50, p99, ns), throughput (Mmsg/s), idle_cpu (ms of CPU
 per s), ratio (the ratios the targets judge).
@@ -101,10 +102,20 @@ fn idle_window(secs: f64) -> Duration {
 fn expected_secs(o: &Options) -> f64 {
     let k = idle_policies(o).len() as f64;
     let per_rep = 0.01 * o.reps as f64;
-    let (latency_rows, throughput_rows) = (4.0 + k, 3.0 + k);
+    let (latency_rows, throughput_rows) = (4.0 + k, 3.0 + 2.0 * k);
     latency_rows * (o.secs + per_rep)
         + throughput_rows * (1.2 * o.secs + per_rep)
         + (1.0 + k) * (IDLE_SETTLE + idle_window(o.secs)).as_secs_f64()
+}
+
+/// The impl name of the plain spawn stream (each spawn published as it is
+/// made, outside `batch_spawns`) under policy `i`.
+fn plain_name(i: Idle) -> &'static str {
+    match i {
+        Idle::Poll => "manycore-poll-plain",
+        Idle::Sleep => "manycore-sleep-plain",
+        Idle::Hybrid => "manycore-hybrid-plain",
+    }
 }
 
 /// One row of the run: a name for the progress bar and the work.
@@ -184,7 +195,8 @@ fn rows(o: &Options) -> Vec<Row> {
     let (spinning, sleeping): (Vec<Idle>, Vec<Idle>) =
         idle.iter().partition(|i| !matches!(i, Idle::Sleep));
     let round_trip = |i: Idle| timed(lat, i.impl_name(), move |p| rt::round_trip(i, p));
-    let stream = |i: Idle| timed(thr, i.impl_name(), move |p| rt::spawn_stream(i, p));
+    let stream = |i: Idle| timed(thr, i.impl_name(), move |p| rt::spawn_stream(i, false, p));
+    let plain = |i: Idle| timed(thr, plain_name(i), move |p| rt::spawn_stream(i, true, p));
     let mut v = vec![timed(lat, "raw-atomic", peers::raw_atomic)];
     v.extend(spinning.iter().map(|&i| round_trip(i)));
     v.push(timed(lat, "crossbeam-channel", peers::crossbeam));
@@ -194,9 +206,11 @@ fn rows(o: &Options) -> Vec<Row> {
     // The same order for the streams: the spinning rows right after rtrb.
     v.push(timed(thr, "rtrb", peers::rtrb_stream));
     v.extend(spinning.iter().map(|&i| stream(i)));
+    v.extend(spinning.iter().map(|&i| plain(i)));
     v.push(timed(thr, "rtrb-line", peers::rtrb_line_stream));
     v.push(timed(thr, "crossbeam-channel", peers::crossbeam_stream));
     v.extend(sleeping.iter().map(|&i| stream(i)));
+    v.extend(sleeping.iter().map(|&i| plain(i)));
     // Idle CPU: no runtime at all, then each policy.
     let window = idle_window(o.secs);
     for i in std::iter::once(None).chain(idle.into_iter().map(Some)) {
@@ -325,13 +339,28 @@ fn targets(recs: &[Record]) -> Vec<Target> {
     v
 }
 
-/// Not a target: how close the one-message-per-line design is to its own
-/// ceiling (rtrb moving one 64-byte item per message).
+/// Not targets: the plain spawn streams against rtrb, and how close the
+/// one-message-per-line design is to its own ceiling (rtrb moving one
+/// 64-byte item per message).
 fn notes(recs: &[Record]) -> String {
+    let plain: String = Idle::ALL
+        .iter()
+        .filter_map(|&i| {
+            let r = ratio(
+                find(recs, "throughput", plain_name(i), "median"),
+                find(recs, "throughput", "rtrb", "median"),
+            )?;
+            Some(format!(
+                "- (for reference) {} / rtrb throughput: {r:.2}x (each spawn published as it is made)\n",
+                plain_name(i)
+            ))
+        })
+        .collect();
     let Some(line) = find(recs, "throughput", "rtrb-line", "median").filter(|v| *v > 0.0) else {
-        return String::new();
+        return plain;
     };
-    Idle::ALL
+    plain
+        + &Idle::ALL
         .iter()
         .filter_map(|i| {
             let v = find(recs, "throughput", i.impl_name(), "median")?;
@@ -341,7 +370,7 @@ fn notes(recs: &[Record]) -> String {
                 v / line
             ))
         })
-        .collect()
+        .collect::<String>()
 }
 
 /// The plots of a pingpong record set (the framework adds the target charts).

@@ -76,13 +76,14 @@ thread_local! {
 
 /// One-way throughput: `n` fire-and-forget `spawn`s from core 0 to core 1,
 /// inside one `batch_spawns` scope (published in batches, as a stream
-/// would be written),
+/// would be written), or with `plain` outside any scope (each spawn
+/// published as it is made, the default),
 /// each adding its captured u64 into a core-local sum; the end of a batch is
 /// a `call` to core 1 that returns (and resets) the count and the sum.
-pub fn spawn_stream(i: Idle, plan: Plan) -> Result<Samples, String> {
-    on_core0(i, plan, |c1, name, n| {
+pub fn spawn_stream(i: Idle, plain: bool, plan: Plan) -> Result<Samples, String> {
+    on_core0(i, plan, move |c1, name, n| {
             let t = Instant::now();
-            manycore::batch_spawns(|| {
+            let stream = || {
                 for v in 0..n {
                     c1.spawn(move || {
                         SUM.with(|s| s.set(s.get().wrapping_add(v)));
@@ -91,7 +92,12 @@ pub fn spawn_stream(i: Idle, plan: Plan) -> Result<Samples, String> {
                     .map_err(|e| format!("{name}: spawn: {e}"))?;
                 }
                 Ok::<(), String>(())
-            })?;
+            };
+            if plain {
+                stream()?;
+            } else {
+                manycore::batch_spawns(stream)?;
+            }
             let (count, sum) = c1
                 .call(|| (COUNT.with(|c| c.replace(0)), SUM.with(|s| s.replace(0))))
                 .wait()
