@@ -23,7 +23,10 @@
 //!   of one-sided spawns against a stream of raw `MPI_Isend`s.
 //! * `coll` (4 ranks, 2 cores each): reduce, all-reduce, broadcast and the
 //!   hierarchical all-reduce against `MPI_Reduce`, `MPI_Allreduce`,
-//!   `MPI_Bcast`.
+//!   `MPI_Bcast`; each repetition runs every row four times, in the orders
+//!   of a balanced Latin square, so that no row always follows the same
+//!   one (rank 0 says on stderr how the rows right after the raw row
+//!   compare with the others).
 //! * `knary` (1, 2 or 4 ranks): `knary(4, m, i)` for i in 0, 100, 1000,
 //!   5000 as a distributed join against the sequential tree on rank 0 (the
 //!   MuSE paper's Figure 4), the machine's parallel capacity in the same
@@ -828,22 +831,59 @@ mod imp {
             ),
             ("manycore/engine-only", Tuning::ENGINE_ONLY),
         ];
-        let mut v: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); 1 + tunings.len()]; ops.len()];
+        // Row 0 is raw MPI, row j + 1 the tuning j.
+        let rows = 1 + tunings.len();
+        let mut v: Vec<Vec<Vec<f64>>> = vec![vec![Vec::new(); rows]; ops.len()];
+        // The same samples split by whether the row ran right after the raw
+        // row ([1]) or not ([0]), for the position summary on stderr.
+        let mut split: Vec<Vec<[Vec<f64>; 2]>> = vec![vec![Default::default(); rows]; ops.len()];
         // Warm-up.
         for &op in &ops {
             raw_coll(w, op, 10)?;
             mc_coll(w, op, 10)?;
         }
+        // Each repetition is `rows` rounds in the orders of a balanced Latin
+        // square (`balanced_order`): every row runs once in every position
+        // and right after each other row once, so no row always follows the
+        // raw one (a row there read slower than the same tuning later in
+        // the job). Every sample goes into its row's median.
         for _ in 0..a.reps {
-            for (i, &op) in ops.iter().enumerate() {
-                let t = raw_coll(w, op, k)?;
-                v[i][0].push(max_over_ranks(w, t)?);
-                for (j, (_, tuning)) in tunings.iter().enumerate() {
-                    tune(w, *tuning);
-                    let t = mc_coll(w, op, k);
-                    tune(w, Tuning::default());
-                    v[i][j + 1].push(max_over_ranks(w, t?)?);
+            for round in 0..rows {
+                for (i, &op) in ops.iter().enumerate() {
+                    let mut prev = usize::MAX;
+                    for pos in 0..rows {
+                        let row = balanced_order(rows, round, pos);
+                        let t = if row == 0 {
+                            raw_coll(w, op, k)?
+                        } else {
+                            tune(w, tunings[row - 1].1);
+                            let t = mc_coll(w, op, k);
+                            tune(w, Tuning::default());
+                            t?
+                        };
+                        let t = max_over_ranks(w, t)?;
+                        v[i][row].push(t);
+                        split[i][row][usize::from(prev == 0)].push(t);
+                        prev = row;
+                    }
                 }
+            }
+        }
+        if w.rank() == 0 {
+            for (i, &op) in ops.iter().enumerate() {
+                let raw = median(&v[i][0]);
+                let mut line = format!("bench: coll {} positions (raw {raw:.3} us):", op.name());
+                for (j, (name, _)) in tunings.iter().enumerate() {
+                    let [later, after] = &split[i][j + 1];
+                    line += &format!(
+                        " {name} {:.2}x after raw ({}), {:.2}x later ({});",
+                        median(after) / raw,
+                        after.len(),
+                        median(later) / raw,
+                        later.len()
+                    );
+                }
+                eprintln!("{line}");
             }
         }
         let shape = format!("{}x{}", w.size(), w.cores());
@@ -860,6 +900,21 @@ mod imp {
             }
         }
         Ok(())
+    }
+
+    /// The row at position `pos` of round `round` of a balanced Latin
+    /// square of `n` rows (Williams): round 0 is 0, 1, n-1, 2, n-2, ...,
+    /// round r adds r (mod n). For even `n`, over `n` rounds every row is
+    /// in every position once and follows every other row exactly once.
+    fn balanced_order(n: usize, round: usize, pos: usize) -> usize {
+        let first = if pos == 0 {
+            0
+        } else if pos % 2 == 1 {
+            pos.div_ceil(2)
+        } else {
+            n - pos / 2
+        };
+        (first + round) % n
     }
 
     // ---- knary: MuSE Figure 4, and the machine's capacity ---------------

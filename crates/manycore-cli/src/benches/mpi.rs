@@ -127,8 +127,9 @@ fn job_secs(part: &str, ranks: usize, quick: bool) -> (f64, f64) {
     match (part, ranks, quick) {
         ("p2p", _, true) => (1.0, 0.85),
         ("p2p", _, false) => (1.0, 2.2),
-        ("coll", _, true) => (0.4, 0.1),
-        ("coll", _, false) => (0.6, 0.45),
+        // Four rounds of every row per repetition (a balanced order).
+        ("coll", _, true) => (0.4, 0.4),
+        ("coll", _, false) => (0.6, 1.8),
         ("knary", 1, true) => (0.6, 0.15),
         ("knary", 1, false) => (1.0, 2.9),
         ("knary", 2, true) => (0.6, 0.18),
