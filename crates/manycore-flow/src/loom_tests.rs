@@ -402,16 +402,22 @@ fn reactor_commands_stop_racing_a_push() {
 }
 
 /// The direct path's parking (`reactor/port.rs`), against a model of a
-/// port's lock and queue, a pipe (a count of bytes) and the pipe's
-/// edge-triggered epoll entry (a flag the writer raises after adding its
-/// data, taken by exactly one waiter, who then serves the port). Two reads
-/// are issued as `Port::submit` does (under the lock: queued behind a
-/// waiting head, or tried at once and parked only on `EAGAIN`) while a
-/// writer adds two bytes and a poller takes what edge it finds and serves
-/// as `Port::serve` does (under the lock: heads until `EAGAIN`). After them
+/// port's lock, queue, bytes read ahead and known-empty flag, a pipe (a
+/// count of bytes) and the pipe's edge-triggered epoll entry (a flag the
+/// writer raises after adding its data, taken by exactly one waiter, who
+/// then serves the port). A read of the pipe asks for one byte more than
+/// its request (`SPARE`): one byte is kept ahead, none left it known
+/// empty, as does `EAGAIN`. With one byte in the pipe, two reads are issued as `Port::submit` does
+/// (under the lock: queued behind a waiting head, parked at once if the
+/// pipe is known empty and nothing is ahead, otherwise tried and parked
+/// only if that would block) while a writer adds two bytes and a poller
+/// takes what edge it finds and serves as `Port::serve` does (under the
+/// lock: clears the flag, then heads until one would block). After them
 /// the reactor waits for edges while reads are parked: if a read could be
-/// parked with its data already there and the edge already taken, the
-/// reactor would find no edge to come and the model fails.
+/// parked with its data already there and the edge already taken (a read
+/// parked untried while the flag is stale, as it is if a server that took
+/// an edge did not clear it, or parked without trying at all), the reactor
+/// would find no edge to come and the model fails.
 #[test]
 fn reactor_port_parked_read_is_never_stranded() {
     struct Pipe {
@@ -420,36 +426,58 @@ fn reactor_port_parked_read_is_never_stranded() {
         edge: AtomicUsize,
     }
     impl Pipe {
-        /// A non-blocking read of one byte: false is `EAGAIN`.
-        fn read(&self) -> bool {
+        /// A non-blocking read of up to `ask` bytes: 0 is `EAGAIN`.
+        fn read(&self, ask: usize) -> usize {
             let mut n = self.bytes.load(Ordering::SeqCst);
             loop {
                 if n == 0 {
-                    return false;
+                    return 0;
                 }
+                let k = n.min(ask);
                 match self
                     .bytes
-                    .compare_exchange(n, n - 1, Ordering::SeqCst, Ordering::SeqCst)
+                    .compare_exchange(n, n - k, Ordering::SeqCst, Ordering::SeqCst)
                 {
-                    Ok(_) => return true,
+                    Ok(_) => return k,
                     Err(m) => n = m,
                 }
             }
         }
     }
-    /// A server that took the edge: heads until `EAGAIN` or empty.
-    fn serve(port: &Mutex<VecDeque<u32>>, pipe: &Pipe, answered: &AtomicUsize) {
-        let mut q = port.lock().unwrap();
-        while !q.is_empty() && pipe.read() {
-            q.pop_front();
+    #[derive(Default)]
+    struct Port {
+        queue: VecDeque<u32>,
+        ahead: usize,
+        empty: bool,
+    }
+    /// `Port::attempt` for a read of one byte: false if it would block.
+    fn attempt(st: &mut Port, pipe: &Pipe) -> bool {
+        if st.ahead > 0 {
+            st.ahead -= 1;
+            return true;
+        }
+        let got = pipe.read(2);
+        // `EAGAIN`, or less than asked: empty now.
+        st.empty = got < 2;
+        st.ahead += got.saturating_sub(1);
+        got > 0
+    }
+    /// A server that took the edge: heads until one would block, or empty.
+    fn serve(port: &Mutex<Port>, pipe: &Pipe, answered: &AtomicUsize) {
+        let mut st = port.lock().unwrap();
+        st.empty = false;
+        while !st.queue.is_empty() && attempt(&mut st, pipe) {
+            st.queue.pop_front();
             answered.fetch_add(1, Ordering::Relaxed);
         }
     }
     model(|| {
-        let port = Arc::new(Mutex::new(VecDeque::<u32>::new()));
+        let port = Arc::new(Mutex::new(Port::default()));
         let answered = Arc::new(AtomicUsize::new(0));
+        // One byte there already (its edge taken): a first read finds it
+        // and leaves the pipe known empty.
         let pipe = Arc::new(Pipe {
-            bytes: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(1),
             edge: AtomicUsize::new(0),
         });
         let p = pipe.clone();
@@ -467,17 +495,18 @@ fn reactor_port_parked_read_is_never_stranded() {
         });
         // The issuer: two reads, as `Port::submit` makes them.
         for r in 0..2 {
-            let mut q = port.lock().unwrap();
-            if q.is_empty() && pipe.read() {
+            let mut st = port.lock().unwrap();
+            let wait = !st.queue.is_empty() || (st.empty && st.ahead == 0);
+            if !wait && attempt(&mut st, &pipe) {
                 answered.fetch_add(1, Ordering::Relaxed);
             } else {
-                q.push_back(r);
+                st.queue.push_back(r);
             }
         }
         writer.join().unwrap();
         poller.join().unwrap();
         // The reactor: every parked read has an edge still to come.
-        while !port.lock().unwrap().is_empty() {
+        while !port.lock().unwrap().queue.is_empty() {
             assert!(
                 pipe.edge.swap(0, Ordering::SeqCst) > 0,
                 "a read parked with no edge to come: stranded"

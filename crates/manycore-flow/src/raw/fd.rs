@@ -88,3 +88,23 @@ pub(crate) fn write(fd: BorrowedFd<'_>, data: &[u8]) -> io::Result<usize> {
         }
     }
 }
+
+/// Whether `fd` is a pipe or FIFO in byte-stream mode (not `O_DIRECT`,
+/// whose reads return one packet at a time): a read of such an fd that
+/// returns less than it asked for (and more than nothing) left it empty.
+pub(crate) fn is_stream_pipe(fd: BorrowedFd<'_>) -> bool {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: the kernel fills `st`, a local of the right type, on success;
+    // `fd` is open while borrowed.
+    if unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: fstat succeeded, so it initialised `st`.
+    let mode = unsafe { st.assume_init() }.st_mode;
+    if mode & libc::S_IFMT != libc::S_IFIFO {
+        return false;
+    }
+    // SAFETY: F_GETFL takes no pointer; `fd` is open while borrowed.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    flags >= 0 && flags & libc::O_DIRECT == 0
+}

@@ -530,7 +530,12 @@ impl Drop for Owner {
 /// the device, and answered by whichever thread takes the fd's next edge
 /// from the reactor's epoll instance: the reactor thread, or an issuer
 /// that polls the instance after a request of its own went through (as a
-/// write to one device is what makes another ready). [`ReactorStats::direct`]
+/// write to one device is what makes another ready). A read of a device
+/// known to be empty is parked without the system call. A read of a pipe
+/// asks the kernel for a few bytes more than requested, to tell the pipe
+/// empty: bytes beyond the request are kept by the device and answer its
+/// next reads, so they are lost if the device is dropped (as is what is
+/// left in the pipe, whose fd the drop closes). [`ReactorStats::direct`]
 /// counts the answers made on issuers' threads.
 pub struct Device {
     shared: Arc<Shared>,

@@ -23,6 +23,21 @@
 //! takes the lock after the parker released it, so it finds the request.
 //! The reactor always waits on the instance (or polls it) while the
 //! runtime lives, so some waiter takes every edge.
+//!
+//! **Known empty.** A read whose queue is empty need not try the fd when
+//! the port knows the fd empty (`State::empty`): the last read tried under
+//! the lock found it empty (`EAGAIN`, or, on a byte-stream pipe, a read
+//! that returned less than it asked for), and every server that took an
+//! edge of the port since then tried the read side again (and set the flag
+//! from that try) or, if it did not, cleared the flag. Any data that comes
+//! after the fd was found empty raises an edge, reported after the data
+//! came; a server that takes it before the read is parked clears or
+//! refreshes the flag, and one that takes it after finds the read parked.
+//! So the read is parked only while an edge is still to come, as after an
+//! `EAGAIN`. To see a pipe empty without an `EAGAIN`, a read of a pipe
+//! asks for `SPARE` bytes more than its request: what comes beyond the
+//! request is kept in the port (`State::ahead`) and answers the next reads
+//! first, before the fd is tried.
 
 use super::request::{self, Answer, Queues, Req, Tally};
 use super::IoError;
@@ -31,8 +46,18 @@ use manycore_sync::{Mutex, MutexGuard};
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 
+/// The bytes a read of a pipe asks for beyond its request (so that a read
+/// that fills the request but not this tells the pipe empty).
+const SPARE: usize = 64;
+
 struct State {
     queues: Queues,
+    /// Bytes read ahead of the read requests (from a pipe), in order: the
+    /// next reads are answered from them before the fd is tried.
+    ahead: Vec<u8>,
+    /// The fd is known empty and an edge is still to come before it has
+    /// data: a read need not try it before it parks (see the module doc).
+    empty: bool,
     /// Deregistered or shut down: the error every request gets from now on.
     closed: Option<IoError>,
 }
@@ -40,6 +65,9 @@ struct State {
 /// A device on the direct path.
 pub(crate) struct Port {
     fd: OwnedFd,
+    /// A byte-stream pipe: reads ask for `SPARE` bytes more, and a short
+    /// read tells the pipe empty.
+    pipe: bool,
     state: Mutex<State>,
 }
 
@@ -55,10 +83,14 @@ impl Port {
     /// A port for `fd`, which the caller made non-blocking and added to the
     /// epoll instance (edge-triggered, both directions).
     pub(crate) fn new(fd: OwnedFd) -> Self {
+        let pipe = crate::raw::fd::is_stream_pipe(fd.as_fd());
         Self {
             fd,
+            pipe,
             state: Mutex::new(State {
                 queues: Default::default(),
+                ahead: Vec::new(),
+                empty: false,
                 closed: None,
             }),
         }
@@ -81,17 +113,21 @@ impl Port {
         let answer = if let Some(e) = st.closed {
             Answer::Failed(e)
         } else {
-            let q = &mut st.queues[req.dir() as usize];
-            if !q.is_empty() {
-                // The head waits for an edge; this one waits behind it.
-                q.push_back(req);
-                parked.fetch_add(1, Ordering::Relaxed);
-                return Submitted::Parked;
-            }
-            match attempt(self.fd.as_fd(), &mut req) {
+            let dir = req.dir() as usize;
+            // The head waits for an edge, and this one behind it; or the fd
+            // is known empty with an edge to come (a read with nothing
+            // read ahead).
+            let wait = !st.queues[dir].is_empty()
+                || (matches!(req, Req::Read { len: 1.., .. }) && st.empty && st.ahead.is_empty());
+            let tried = if wait {
+                None
+            } else {
+                self.attempt(&mut st, &mut req)
+            };
+            match tried {
                 Some((n, buf)) => request::outcome(&req, n, buf),
                 None => {
-                    q.push_back(req);
+                    st.queues[dir].push_back(req);
                     parked.fetch_add(1, Ordering::Relaxed);
                     return Submitted::Parked;
                 }
@@ -115,18 +151,21 @@ impl Port {
             if st.closed.is_some() {
                 return 0;
             }
-            for q in st.queues.iter_mut() {
-                while let Some(head) = q.front_mut() {
-                    let Some((n, buf)) = attempt(self.fd.as_fd(), head) else {
+            // The edge taken may be the read side's: unless a read is tried
+            // below (which sets the flag from what it finds), the fd is no
+            // longer known empty.
+            st.empty = false;
+            for dir in 0..st.queues.len() {
+                while let Some(mut req) = st.queues[dir].pop_front() {
+                    let Some((n, buf)) = self.attempt(&mut st, &mut req) else {
+                        st.queues[dir].push_front(req);
                         break;
                     };
-                    if let Some(req) = q.pop_front() {
-                        let a = request::outcome(&req, n, buf);
-                        if first.is_none() {
-                            first = Some((req, a));
-                        } else {
-                            more.push((req, a));
-                        }
+                    let a = request::outcome(&req, n, buf);
+                    if first.is_none() {
+                        first = Some((req, a));
+                    } else {
+                        more.push((req, a));
                     }
                 }
             }
@@ -160,21 +199,50 @@ impl Port {
     }
 }
 
-/// Tries `req` on `fd` (non-blocking): `None` if it would block, otherwise
-/// the system call's result (`n >= 0`, or `-errno`) and the buffer read.
-fn attempt(fd: std::os::fd::BorrowedFd<'_>, req: &mut Req) -> Option<(i64, Vec<u8>)> {
-    let (r, buf) = match req {
-        Req::Read { len: 0, .. } => (Ok(0), Vec::new()),
-        Req::Read { len, .. } => {
-            let mut buf = Vec::with_capacity(*len);
-            (crate::raw::fd::read(fd, &mut buf), buf)
+impl Port {
+    /// Tries `req` (non-blocking), under the lock (`st`): `None` if it would
+    /// block, otherwise the result (`n >= 0`, or `-errno`) and the bytes
+    /// read. A read is answered from the bytes read ahead if there are
+    /// any; a read of the fd sets `State::empty` from what it finds.
+    fn attempt(&self, st: &mut State, req: &mut Req) -> Option<(i64, Vec<u8>)> {
+        let fd = self.fd.as_fd();
+        let (r, buf) = match req {
+            Req::Read { len: 0, .. } => (Ok(0), Vec::new()),
+            Req::Read { len, .. } if !st.ahead.is_empty() => {
+                let k = (*len).min(st.ahead.len());
+                let buf: Vec<u8> = st.ahead.drain(..k).collect();
+                return Some((k as i64, buf));
+            }
+            Req::Read { len, .. } => {
+                let len = *len;
+                let ask = if self.pipe {
+                    len.saturating_add(SPARE)
+                } else {
+                    len
+                };
+                let mut buf = Vec::with_capacity(ask);
+                let r = crate::raw::fd::read(fd, &mut buf);
+                // Less than asked (but not the end of the stream) from a
+                // pipe: it is empty now.
+                st.empty = matches!(r, Ok(n) if self.pipe && n > 0 && n < ask);
+                if buf.len() > len {
+                    st.ahead.extend_from_slice(&buf[len..]);
+                    buf.truncate(len);
+                }
+                (r.map(|n| n.min(len)), buf)
+            }
+            Req::Write { data, .. } => (crate::raw::fd::write(fd, data), Vec::new()),
+        };
+        match r {
+            Ok(n) => Some((n as i64, buf)),
+            Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => {
+                if matches!(req, Req::Read { .. }) {
+                    st.empty = true;
+                }
+                None
+            }
+            Err(e) => Some((-(errno(&e) as i64), buf)),
         }
-        Req::Write { data, .. } => (crate::raw::fd::write(fd, data), Vec::new()),
-    };
-    match r {
-        Ok(n) => Some((n as i64, buf)),
-        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => None,
-        Err(e) => Some((-(errno(&e) as i64), buf)),
     }
 }
 
