@@ -46,7 +46,7 @@
 mod graph;
 mod livelock_tokio;
 mod overhead;
-mod reactor;
+pub mod reactor;
 
 use std::collections::BTreeMap;
 use std::sync::{mpsc, Arc};

@@ -22,7 +22,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use manycore::Runtime;
-use manycore_flow::{Backend, Ctx, Device, Instance, IoResult, Kernel, Reactor};
+use manycore_flow::{Backend, Ctx, Device, Instance, IoResult, Kernel, Reactor, ReactorStats};
 
 use crate::measure::PARTNER_TIMEOUT;
 
@@ -96,6 +96,12 @@ impl FlowPingPong {
             return Err(e.to_string());
         }
         Ok(Self { rt, reactor, a })
+    }
+
+    /// The reactor's counters (requests, those answered on the issuer's
+    /// thread, kernel waits, wake-ups), for the probe `flowioq`.
+    pub fn stats(&self) -> ReactorStats {
+        self.reactor.stats()
     }
 
     /// `n` round trips, timed on the core from A's first write to the
