@@ -15,16 +15,11 @@
 //! `UNSCOPED=1` sends the spawns outside `batch_spawns` (each published at
 //! once, the default for a spawn).
 
-use std::cell::Cell;
 use std::time::Instant;
 
+use manycore_cli::benches::pingpong::rt::spawn_batch;
 use manycore_probes::{arg, env_set, hybrid, median};
 use manycore_rt::{IdlePolicy, Runtime};
-
-thread_local! {
-    static SUM: Cell<u64> = const { Cell::new(0) };
-    static COUNT: Cell<u64> = const { Cell::new(0) };
-}
 
 /// Mmsg/s of `n` u64s through rtrb, producer on CPU 0, consumer on CPU 1.
 fn rtrb_round(n: u64) -> f64 {
@@ -62,40 +57,18 @@ fn rtrb_round(n: u64) -> f64 {
     n as f64 / el.as_secs_f64() / 1e6
 }
 
-/// Mmsg/s of `n` spawns from core 0 to core 1 of `rt`, ended by a call.
-/// Inside one `batch_spawns` scope, as the bench, unless `scoped` is false
-/// (every spawn published at once).
+/// Mmsg/s of `n` spawns from core 0 to core 1 of `rt`, ended by a call:
+/// the bench's own batch (`spawn_batch`), inside one `batch_spawns` scope
+/// unless `scoped` is false (every spawn published at once).
 fn manycore_round(rt: &Runtime, n: u64, scoped: bool) -> f64 {
     let c1 = rt.core(1).clone();
-    rt.core(0)
-        .call(move || {
-            let t = Instant::now();
-            let stream = || {
-                for v in 0..n {
-                    // The closure of the pingpong bench's spawn stream.
-                    c1.spawn(move || {
-                        SUM.with(|s| s.set(s.get().wrapping_add(v)));
-                        COUNT.with(|c| c.set(c.get() + 1));
-                    })
-                    .expect("spawn");
-                }
-            };
-            if scoped {
-                manycore_rt::batch_spawns(stream);
-            } else {
-                stream();
-            }
-            let (count, sum) = c1
-                .call(|| (COUNT.with(|c| c.replace(0)), SUM.with(|s| s.replace(0))))
-                .wait()
-                .expect("call");
-            let el = t.elapsed();
-            assert_eq!(sum, n.wrapping_mul(n - 1) / 2, "manycore lost spawns");
-            assert_eq!(count, n, "manycore lost spawns");
-            n as f64 / el.as_secs_f64() / 1e6
-        })
+    let el = rt
+        .core(0)
+        .call(move || spawn_batch(&c1, "manycore", n, !scoped))
         .wait()
         .expect("round")
+        .expect("every spawn ran");
+    n as f64 / el.as_secs_f64() / 1e6
 }
 
 fn main() {

@@ -17,7 +17,7 @@
 //! | `ratio` | `round_trip`, `throughput` | x | impl `a/b`: a's median over b's, from this same run |
 
 mod peers;
-mod rt;
+pub mod rt;
 
 use std::time::Duration;
 

@@ -81,36 +81,43 @@ thread_local! {
 /// each adding its captured u64 into a core-local sum; the end of a batch is
 /// a `call` to core 1 that returns (and resets) the count and the sum.
 pub fn spawn_stream(i: Idle, plain: bool, plan: Plan) -> Result<Samples, String> {
-    on_core0(i, plan, move |c1, name, n| {
-            let t = Instant::now();
-            let stream = || {
-                for v in 0..n {
-                    c1.spawn(move || {
-                        SUM.with(|s| s.set(s.get().wrapping_add(v)));
-                        COUNT.with(|c| c.set(c.get() + 1));
-                    })
-                    .map_err(|e| format!("{name}: spawn: {e}"))?;
-                }
-                Ok::<(), String>(())
-            };
-            if plain {
-                stream()?;
-            } else {
-                manycore::batch_spawns(stream)?;
-            }
-            let (count, sum) = c1
-                .call(|| (COUNT.with(|c| c.replace(0)), SUM.with(|s| s.replace(0))))
-                .wait()
-                .map_err(|e| format!("{name}: final call: {e}"))?;
-            let el = t.elapsed();
-            let want = n.wrapping_mul(n.wrapping_sub(1)) / 2;
-            if count != n || sum != want {
-                return Err(format!(
-                    "{name}: core 1 ran {count} closures (sum {sum}), expected {n} (sum {want})"
-                ));
-            }
-            Ok(el)
-    })
+    on_core0(i, plan, move |c1, name, n| spawn_batch(c1, name, n, plain))
+}
+
+/// One batch of [`spawn_stream`], run on core 0: `n` spawns to `c1` (each
+/// published at once if `plain`, else inside one `batch_spawns` scope),
+/// then the call that checks the count and the sum; the time from the
+/// first spawn to the call's answer. Public for the probe `packq`, which
+/// times exactly this against rtrb.
+pub fn spawn_batch(c1: &Core, name: &str, n: u64, plain: bool) -> Result<Duration, String> {
+    let t = Instant::now();
+    let stream = || {
+        for v in 0..n {
+            c1.spawn(move || {
+                SUM.with(|s| s.set(s.get().wrapping_add(v)));
+                COUNT.with(|c| c.set(c.get() + 1));
+            })
+            .map_err(|e| format!("{name}: spawn: {e}"))?;
+        }
+        Ok::<(), String>(())
+    };
+    if plain {
+        stream()?;
+    } else {
+        manycore::batch_spawns(stream)?;
+    }
+    let (count, sum) = c1
+        .call(|| (COUNT.with(|c| c.replace(0)), SUM.with(|s| s.replace(0))))
+        .wait()
+        .map_err(|e| format!("{name}: final call: {e}"))?;
+    let el = t.elapsed();
+    let want = n.wrapping_mul(n.wrapping_sub(1)) / 2;
+    if count != n || sum != want {
+        return Err(format!(
+            "{name}: core 1 ran {count} closures (sum {sum}), expected {n} (sum {want})"
+        ));
+    }
+    Ok(el)
 }
 
 /// A 2-core runtime with nothing to do (for the idle-CPU row).
