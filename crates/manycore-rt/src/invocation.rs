@@ -7,7 +7,6 @@ use crate::core_loop::{with_local, Waited};
 use crate::error::InvokeError;
 use crate::outside::Presence;
 use crate::raw::Rx;
-use manycore_sync::AdaptiveSpin;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -161,12 +160,8 @@ impl<T> Invocation<T> {
     /// waits take, asleep or not.
     fn wait_on_thread(&self, deadline: Option<Instant>) -> bool {
         crate::outside::with_gaps(|gaps| {
-            let max = self.spin.min(crate::outside::SPIN_MAX);
-            let mut budget = if crate::outside::present() {
-                AdaptiveSpin::new(max, gaps)
-            } else {
-                AdaptiveSpin::counted(max, gaps)
-            };
+            let mut budget =
+                crate::outside::spin_budget(self.spin.min(crate::outside::SPIN_MAX), gaps);
             while budget.spin() {
                 if self.c.is_done() {
                     budget.found();

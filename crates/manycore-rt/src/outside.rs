@@ -124,10 +124,20 @@ pub(crate) fn call_begun() -> Option<Arc<Presence>> {
 
 /// Whether this thread is counted as awake by its calls in flight (a wait
 /// then need not count itself).
-pub(crate) fn present() -> bool {
+fn present() -> bool {
     PRESENCE
         .try_with(|p| p.0.state.load(Ordering::Relaxed) >= CALL)
         .unwrap_or(false)
+}
+
+/// The spin budget of a wait on this outside thread: counted as awake
+/// while it spins, unless the thread's calls in flight count it already.
+pub(crate) fn spin_budget(max: Duration, gaps: &GapPredictor) -> AdaptiveSpin<'_> {
+    if present() {
+        AdaptiveSpin::new(max, gaps)
+    } else {
+        AdaptiveSpin::counted(max, gaps)
+    }
 }
 
 /// Runs `park` (a blocking park of this thread) uncounted.
@@ -156,11 +166,7 @@ pub(crate) fn block_on_thread<F: Future>(mut fut: Pin<&mut F>) -> F::Output {
     let mut cx = Context::from_waker(&waker);
     THREAD_WAKE.with(|t| {
         OUTSIDE_GAPS.with(|gaps| {
-            let mut budget = if present() {
-                AdaptiveSpin::new(BLOCK_ON_SPIN, gaps)
-            } else {
-                AdaptiveSpin::counted(BLOCK_ON_SPIN, gaps)
-            };
+            let mut budget = spin_budget(BLOCK_ON_SPIN, gaps);
             loop {
                 t.woken.store(false, Ordering::SeqCst);
                 if let Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
