@@ -5,13 +5,12 @@
 //! cannot watch (a regular file) is always ready: it is the reactor's own,
 //! and its requests are served by the reactor thread when they arrive.
 
-use super::request::{self, add, Answer, Dir, Queues, Req};
+use super::request::{self, add, errno, Answer, Dir, Queues, Req};
 use super::{Cmd, IoError, Shared, WAKE};
 use crate::raw::epoll::{Epoll, BATCH, IN};
 use crate::raw::fd;
 use manycore_sync::{AdaptiveSpin, GapPredictor};
 use std::collections::HashMap;
-use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 
 /// The longest the reactor polls before it waits in the kernel (the
@@ -23,10 +22,6 @@ struct Dev {
     queues: Queues,
     /// The fd could not be prepared: the error every request gets.
     broken: Option<IoError>,
-}
-
-fn errno(e: &io::Error) -> i32 {
-    e.raw_os_error().unwrap_or(libc::EIO)
 }
 
 /// The reactor thread's loop (see `Commands` for the sleep handshake).

@@ -30,7 +30,7 @@ use commands::{Commands, Pushed};
 use manycore_sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use manycore_sync::CachePadded;
 use port::{Port, Submitted};
-use request::{Answer, Counters, Req};
+use request::{errno, Answer, Counters, Req};
 use std::collections::HashMap;
 use std::fmt;
 use std::io;
@@ -649,10 +649,6 @@ impl Drop for Device {
             }
         }
     }
-}
-
-fn errno(e: &io::Error) -> i32 {
-    e.raw_os_error().unwrap_or(libc::EIO)
 }
 
 /// A pipe: (read end, write end), close-on-exec. Either end can be

@@ -39,11 +39,10 @@
 //! request is kept in the port (`State::ahead`) and answers the next reads
 //! first, before the fd is tried.
 
-use super::request::{self, Answer, Queues, Req, Tally};
+use super::request::{self, errno, Answer, Queues, Req, Tally};
 use super::IoError;
 use manycore_sync::atomic::{AtomicUsize, Ordering};
 use manycore_sync::{Mutex, MutexGuard};
-use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 
 /// The bytes a read of a pipe asks for beyond its request (so that a read
@@ -244,8 +243,4 @@ impl Port {
             Err(e) => Some((-(errno(&e) as i64), buf)),
         }
     }
-}
-
-fn errno(e: &io::Error) -> i32 {
-    e.raw_os_error().unwrap_or(libc::EIO)
 }

@@ -51,6 +51,11 @@ pub(crate) enum Answer {
 /// A device's queues of requests, one per direction.
 pub(crate) type Queues = [VecDeque<Req>; 2];
 
+/// The `errno` of a failed system call (`EIO` if it has none).
+pub(crate) fn errno(e: &std::io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
 /// The error a failed system call's `errno` stands for: a broken pipe is
 /// the device hanging up ([`IoError::Closed`]); anything else is the
 /// device's own error.

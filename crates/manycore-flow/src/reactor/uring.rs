@@ -4,7 +4,7 @@
 //! A request the kernel answers with `EAGAIN` (an fd left non-blocking)
 //! waits for readiness with a one-shot poll and is submitted again.
 
-use super::request::{self, add, Answer, Dir, Queues, Req};
+use super::request::{self, add, errno, Answer, Dir, Queues, Req};
 use super::{Cmd, IoError, Shared, URING_ENTRIES};
 use crate::raw::uring::{Done, OpId, Ring};
 use std::collections::HashMap;
@@ -46,10 +46,6 @@ struct Engine<'a> {
 
 fn tag(id: u64, dir: Dir) -> u64 {
     (id << 1) | dir as u64
-}
-
-fn errno(e: &io::Error) -> i32 {
-    e.raw_os_error().unwrap_or(libc::EIO)
 }
 
 /// The reactor thread's loop (see `Commands` for the sleep handshake).
