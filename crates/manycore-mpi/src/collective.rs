@@ -39,7 +39,7 @@ thread_local! {
 }
 
 /// A collective frame's key: (collective, kind, sender).
-type Key = (u64, u8, usize);
+pub(crate) type Key = (u64, u8, usize);
 
 /// Partials and results that arrived, by (collective, kind, sender). Keys
 /// are hashed cheaply (`SeqHasher`): they are few and distinct.

@@ -125,6 +125,14 @@ pub(crate) fn buffer(cap: usize) -> Vec<u8> {
     }
 }
 
+/// A copy of `bytes` in a buffer of this thread's pool ([`buffer`]).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) fn copied(bytes: &[u8]) -> Vec<u8> {
+    let mut v = buffer(bytes.len());
+    v.extend_from_slice(bytes);
+    v
+}
+
 /// Gives a buffer that nothing refers to any more back to this thread's
 /// pool (or frees it, if the pool is full or the buffer is of a size the
 /// pool does not keep).

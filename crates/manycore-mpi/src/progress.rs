@@ -15,6 +15,7 @@
 //! and dispatches the frames in order, so a stream of one-way messages costs
 //! one MPI send and one receive per batch, not per frame.
 
+use crate::collective::Key;
 use crate::dispatch;
 use crate::error::CallError;
 use crate::header::{Header, Kind};
@@ -97,7 +98,7 @@ thread_local! {
     /// The collective frame this thread waits for while it polls, as the
     /// collective inbox keys it (collective, kind, sender), and the frame
     /// once this thread received it itself ([`poll_for_collective`]).
-    static COLL_WANT: Cell<Option<(u64, u8, usize)>> = const { Cell::new(None) };
+    static COLL_WANT: Cell<Option<Key>> = const { Cell::new(None) };
     static COLL_OWN: RefCell<Option<Vec<u8>>> = const { RefCell::new(None) };
 }
 
@@ -112,10 +113,7 @@ fn wanted_here(h: &Header, from: usize) -> bool {
 /// (collective, kind, sender): `Some` if it could take the progress lock,
 /// holding the frame if this poll received it (it stops receiving then;
 /// the frame skips the collective inbox), else whether anything happened.
-pub(crate) fn poll_for_collective(
-    sh: &Arc<Shared>,
-    key: (u64, u8, usize),
-) -> Option<Result<Vec<u8>, bool>> {
+pub(crate) fn poll_for_collective(sh: &Arc<Shared>, key: Key) -> Option<Result<Vec<u8>, bool>> {
     COLL_WANT.with(|w| w.set(Some(key)));
     let worked = sh.progress_once();
     COLL_WANT.with(|w| w.set(None));
@@ -566,8 +564,7 @@ impl Progress {
                 // buffer (only its bytes are copied out, for the waiter).
                 Some(h) if h.kind == Kind::Reply && !h.has(Header::BULK) => {
                     self.received += 1;
-                    let mut frame = crate::header::buffer(msg.len());
-                    frame.extend_from_slice(msg);
+                    let frame = crate::header::copied(msg);
                     self.spare.push(buf);
                     match self.waiting.remove(&h.seq) {
                         // The reply this thread polls for (its slot's flag is
@@ -589,16 +586,14 @@ impl Progress {
                 // (past the inbox's lock and table), and stops receiving.
                 Some(h) if wanted_here(&h, from) => {
                     self.received += 1;
-                    let mut frame = crate::header::buffer(msg.len());
-                    frame.extend_from_slice(msg);
+                    let frame = crate::header::copied(msg);
                     self.spare.push(buf);
                     COLL_OWN.with(|o| *o.borrow_mut() = Some(frame));
                     COLL_WANT.with(|w| w.set(None));
                     break;
                 }
                 _ => {
-                    let mut frame = crate::header::buffer(msg.len());
-                    frame.extend_from_slice(msg);
+                    let frame = crate::header::copied(msg);
                     self.spare.push(buf);
                     self.handle(sh, comm, from, frame);
                     self.send_deferred(sh, comm);
