@@ -103,12 +103,7 @@ impl CoreLocal {
             return;
         }
         let r = match self.out.links.borrow_mut().get_mut(dst) {
-            Some(link) if link.spill.is_empty() => {
-                match link.producer.try_push_published_with(move || m) {
-                    Ok(()) => Ok(std::mem::take(&mut link.unpublished) + 1),
-                    Err(give_back) => Err(give_back()),
-                }
-            }
+            Some(link) if link.spill.is_empty() => push_published(link, move || m),
             _ => Err(m),
         };
         self.after_push(dst, r);
@@ -154,13 +149,7 @@ impl CoreLocal {
             }
             // Published by its own header, with whatever was deferred to
             // `dst` before it.
-            Some(link) => match link
-                .producer
-                .try_push_published_with(move || Message::new(f))
-            {
-                Ok(()) => Ok(std::mem::take(&mut link.unpublished) + 1),
-                Err(make) => Err(make()),
-            },
+            Some(link) => push_published(link, move || Message::new(f)),
             None => Err(Message::new(f)),
         };
         if note {
@@ -245,13 +234,7 @@ impl CoreLocal {
             return drop(m);
         }
         let r = match self.out.links.borrow_mut().get_mut(dst) {
-            Some(link) => match link.producer.try_push(m) {
-                Ok(()) => {
-                    link.unpublished += 1;
-                    Ok(publish(link))
-                }
-                Err(m) => Err(m),
-            },
+            Some(link) => push_published(link, move || m),
             None => Err(m),
         };
         match r {
@@ -440,6 +423,17 @@ impl CoreLocal {
         if k > 0 {
             self.pushed(dst, k);
         }
+    }
+}
+
+/// Writes the message `make` returns into `link`'s ring and publishes it
+/// at once, with whatever was deferred to the link before it; returns how
+/// many messages that published, or the message if the ring is full.
+#[inline(always)]
+fn push_published(link: &mut Link, make: impl FnOnce() -> Message) -> Result<usize, Message> {
+    match link.producer.try_push_published_with(make) {
+        Ok(()) => Ok(std::mem::take(&mut link.unpublished) + 1),
+        Err(make) => Err(make()),
     }
 }
 
