@@ -89,6 +89,33 @@ pub(crate) fn write(fd: BorrowedFd<'_>, data: &[u8]) -> io::Result<usize> {
     }
 }
 
+/// Waits until `fd` is readable or `timeout` has passed: whether it is
+/// readable. `EINTR` reports not readable.
+pub(crate) fn wait_readable(fd: BorrowedFd<'_>, timeout: std::time::Duration) -> io::Result<bool> {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: `p` is one valid pollfd and `ts` a valid timespec, both locals
+    // the kernel reads (and writes `p.revents`) during the call only; no
+    // signal mask is passed; `fd` is open while borrowed.
+    let r = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+    if r < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted {
+            Ok(false)
+        } else {
+            Err(e)
+        };
+    }
+    Ok(r > 0 && p.revents & libc::POLLIN != 0)
+}
+
 /// Whether `fd` is a pipe or FIFO in byte-stream mode (not `O_DIRECT`,
 /// whose reads return one packet at a time): a read of such an fd that
 /// returns less than it asked for (and more than nothing) left it empty.
@@ -107,4 +134,30 @@ pub(crate) fn is_stream_pipe(fd: BorrowedFd<'_>) -> bool {
     // SAFETY: F_GETFL takes no pointer; `fd` is open while borrowed.
     let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
     flags >= 0 && flags & libc::O_DIRECT == 0
+}
+
+/// Which pipe `fd` is an end of, and which end: `(device, inode, read
+/// end)` for a pipe or FIFO opened for reading only or writing only (the
+/// two ends of one pipe share the device and inode), `None` otherwise.
+pub(crate) fn pipe_end(fd: BorrowedFd<'_>) -> Option<(u64, u64, bool)> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: as in `is_stream_pipe`.
+    if unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: fstat succeeded, so it initialised `st`.
+    let st = unsafe { st.assume_init() };
+    if st.st_mode & libc::S_IFMT != libc::S_IFIFO {
+        return None;
+    }
+    // SAFETY: F_GETFL takes no pointer; `fd` is open while borrowed.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    if flags < 0 {
+        return None;
+    }
+    match flags & libc::O_ACCMODE {
+        libc::O_RDONLY => Some((st.st_dev, st.st_ino, true)),
+        libc::O_WRONLY => Some((st.st_dev, st.st_ino, false)),
+        _ => None,
+    }
 }

@@ -17,6 +17,13 @@ use std::os::fd::{AsFd, OwnedFd};
 /// runtime's default `Hybrid` budget).
 const SPIN: std::time::Duration = std::time::Duration::from_micros(50);
 
+/// The first period the reactor stays out of the epoll instance while
+/// issuers poll it (`lease.rs`); each period that issuers poll through
+/// doubles the next, up to `DEFER_MAX`. The longest an edge that no
+/// issuer takes waits once they stop polling.
+const DEFER_MIN: std::time::Duration = std::time::Duration::from_micros(50);
+const DEFER_MAX: std::time::Duration = std::time::Duration::from_millis(1);
+
 struct Dev {
     fd: OwnedFd,
     queues: Queues,
@@ -44,7 +51,34 @@ pub(super) fn run(sh: &Shared, ep: &Epoll) {
     let gaps = GapPredictor::new(SPIN);
     let mut spin = AdaptiveSpin::counted(SPIN, &gaps);
     let mut sleep = false;
+    let mut defer = DEFER_MIN;
     loop {
+        if sh.lease.defer() {
+            // Issuers poll the instance: stay out of it for a period,
+            // waiting on the wake eventfd alone (a command still wakes the
+            // reactor: `sleeping` is set as for any kernel wait).
+            let stopped = sh.commands.take(&mut cmds, true);
+            let idle = cmds.is_empty() && !stopped;
+            for c in cmds.drain(..) {
+                command(&mut devs, c, sh);
+            }
+            if stopped {
+                break;
+            }
+            if idle {
+                add(&counters.waits, 1);
+                if let Ok(true) = fd::wait_readable(sh.wake.as_fd(), defer) {
+                    let mut b = Vec::with_capacity(8);
+                    let _ = fd::read(sh.wake.as_fd(), &mut b);
+                }
+                sh.commands.awake();
+                defer = (defer * 2).min(DEFER_MAX);
+            }
+            spin.slept();
+            sleep = false;
+            continue;
+        }
+        defer = DEFER_MIN;
         // With `sleep`, an empty queue marks the reactor asleep, and the
         // next push wakes it (`Commands`).
         let stopped = sh.commands.take(&mut cmds, sleep);
@@ -58,8 +92,17 @@ pub(super) fn run(sh: &Shared, ep: &Epoll) {
         }
         events.clear();
         let r = if sleep_now {
-            add(&counters.waits, 1);
-            let r = ep.wait(-1, BATCH, |t, e| events.push((t, e)));
+            // Unless an issuer has polled since the last look (then the
+            // loop's top defers instead): an issuer that polls from now on
+            // wakes the reactor.
+            let r = if sh.lease.nap() {
+                add(&counters.waits, 1);
+                let r = ep.wait(-1, BATCH, |t, e| events.push((t, e)));
+                sh.lease.woke();
+                r
+            } else {
+                Ok(0)
+            };
             sh.commands.awake();
             spin.slept();
             r

@@ -19,6 +19,7 @@
 
 pub(crate) mod commands;
 mod epoll;
+pub(crate) mod lease;
 pub(crate) mod port;
 mod request;
 mod uring;
@@ -27,9 +28,10 @@ use crate::ctx::{Ctx, Outside};
 use crate::instance::Slot;
 use crate::mode::{ContinuesTo, Kernel, Mode};
 use commands::{Commands, Pushed};
-use manycore_sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use lease::Lease;
+use manycore_sync::atomic::{AtomicU64, Ordering};
 use manycore_sync::CachePadded;
-use port::{Port, Submitted};
+use port::{Parked, Port, Submitted};
 use request::{errno, Answer, Counters, Req};
 use std::collections::HashMap;
 use std::fmt;
@@ -169,8 +171,11 @@ pub(crate) struct Shared {
     /// The devices on the direct path, by id (an epoll event's token).
     /// (Lines of their own: the reactor's spin locks the command queue.)
     pub(crate) ports: CachePadded<manycore_sync::Mutex<HashMap<u64, Arc<Port>>>>,
-    /// Requests parked in ports (a hint for issuers: poll only if some).
-    pub(crate) parked: CachePadded<AtomicUsize>,
+    /// Requests parked in ports (hints for issuers: poll only if some).
+    pub(crate) parked: CachePadded<Parked>,
+    /// Marked by issuers that poll the epoll instance: the reactor thread
+    /// stays out of it while they do (`lease.rs`).
+    pub(crate) lease: CachePadded<Lease>,
 }
 
 impl Shared {
@@ -201,12 +206,18 @@ impl Shared {
     /// their ports here, the reactor thread's work done on this thread.
     fn poll(&self) {
         const MAX: usize = 16;
-        if self.parked.load(Ordering::Relaxed) == 0 {
+        if self.parked.all.load(Ordering::Relaxed) == 0 {
             return;
         }
         let Some(ep) = self.epoll.get() else {
             return;
         };
+        // Before the wait: the reactor stays out of the instance while
+        // issuers poll it, and a reactor asleep in it is woken to see that.
+        if self.lease.mark() {
+            self.counters.wakeups.fetch_add(1, Ordering::Relaxed);
+            self.ring_wake();
+        }
         let (mut ids, mut k) = ([0u64; MAX], 0);
         let _ = ep.wait(0, MAX, |token, _| {
             // The wake eventfd is level-triggered: the reactor sees it too.
@@ -372,7 +383,8 @@ impl Reactor {
             next_id: AtomicU64::new(0),
             epoll: OnceLock::new(),
             ports: CachePadded::new(manycore_sync::Mutex::new(HashMap::new())),
-            parked: CachePadded::new(AtomicUsize::new(0)),
+            parked: CachePadded::new(Parked::default()),
+            lease: CachePadded::new(Lease::new()),
         });
         let (tx, rx) = mpsc::channel::<io::Result<Backend>>();
         let sh = shared.clone();
@@ -451,6 +463,11 @@ impl Reactor {
                     match ep.add(fd.as_fd(), IN | OUT | RDHUP | ET, id) {
                         Ok(()) => {
                             let port = Arc::new(Port::new(fd));
+                            if port.is_pipe_end() {
+                                for other in ports.values() {
+                                    Port::link(&port, other);
+                                }
+                            }
                             ports.insert(id, port.clone());
                             request::add(&sh.counters.devices, 1);
                             return Ok(Device {
@@ -530,8 +547,10 @@ impl Drop for Owner {
 /// the device, and answered by whichever thread takes the fd's next edge
 /// from the reactor's epoll instance: the reactor thread, or an issuer
 /// that polls the instance after a request of its own went through (as a
-/// write to one device is what makes another ready). A read of a device
-/// known to be empty is parked without the system call. A read of a pipe
+/// write to one device is what makes another ready; a write to a pipe
+/// whose read end is a device of the same reactor serves that end's reads
+/// straight after it). A read of a device known to be empty is parked
+/// without the system call. A read of a pipe
 /// asks the kernel for a few bytes more than requested, to tell the pipe
 /// empty: bytes beyond the request are kept by the device and answer its
 /// next reads, so they are lost if the device is dropped (as is what is
@@ -613,8 +632,16 @@ impl Device {
     fn request(&self, req: Req) {
         let sh = &*self.shared;
         if let Some(p) = &self.port {
+            let write = matches!(req, Req::Write { .. });
             if let Submitted::Answered = p.submit(req, &sh.counters.direct, &sh.parked) {
-                sh.poll();
+                // A write to a pipe whose read end is a port serves that
+                // end here (its edge is left for the next poll). The poll is
+                // then needed only to keep the reactor out of the instance
+                // (once per lease) or for requests that wait for an edge.
+                let fed = write && p.feed(&sh.counters.direct, &sh.parked);
+                if !fed || !sh.lease.is_marked() || sh.parked.alone.load(Ordering::Relaxed) > 0 {
+                    sh.poll();
+                }
             }
             return;
         }

@@ -38,19 +38,57 @@
 //! asks for `SPARE` bytes more than its request: what comes beyond the
 //! request is kept in the port (`State::ahead`) and answers the next reads
 //! first, before the fd is tried.
+//!
+//! **Peers.** When both ends of one pipe are ports of the reactor, the
+//! write end knows the read end (`Port::peer`): an issuer whose write went
+//! through serves the read end's queue straight after it (`Port::feed`), as
+//! a server that took no edge. That is always safe (a server tries heads
+//! under the lock and stops only at `EAGAIN` or an empty queue, and taking
+//! no edge it leaves the write's edge for whoever polls next, which serves
+//! the port again); it saves the issuer the poll that would have found
+//! the edge, when no other parked request needs one (`Parked::alone`).
 
 use super::request::{self, errno, Answer, Queues, Req, Tally};
 use super::IoError;
-use manycore_sync::atomic::{AtomicUsize, Ordering};
+use manycore_sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use manycore_sync::{Mutex, MutexGuard};
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::{OnceLock, Weak};
 
 /// The bytes a read of a pipe asks for beyond its request (so that a read
 /// that fills the request but not this tells the pipe empty).
 const SPARE: usize = 64;
 
+/// The requests parked in a reactor's ports (hints for issuers).
+#[derive(Default)]
+pub(crate) struct Parked {
+    /// All of them: an issuer polls only if some.
+    pub(crate) all: AtomicUsize,
+    /// Those that only an edge taken from the epoll instance serves: all
+    /// but the reads parked at the read end of a pipe whose write end is a
+    /// port too (its writers feed it, `Port::feed`).
+    pub(crate) alone: AtomicUsize,
+}
+
+impl Parked {
+    fn add(&self, n: usize, alone: usize) {
+        self.all.fetch_add(n, Ordering::Relaxed);
+        if alone > 0 {
+            self.alone.fetch_add(alone, Ordering::Relaxed);
+        }
+    }
+    fn sub(&self, n: usize, alone: usize) {
+        self.all.fetch_sub(n, Ordering::Relaxed);
+        if alone > 0 {
+            self.alone.fetch_sub(alone, Ordering::Relaxed);
+        }
+    }
+}
+
 struct State {
     queues: Queues,
+    /// How many of the requests in `queues` are counted in `Parked::alone`.
+    alone: usize,
     /// Bytes read ahead of the read requests (from a pipe), in order: the
     /// next reads are answered from them before the fd is tried.
     ahead: Vec<u8>,
@@ -67,6 +105,12 @@ pub(crate) struct Port {
     /// A byte-stream pipe: reads ask for `SPARE` bytes more, and a short
     /// read tells the pipe empty.
     pipe: bool,
+    /// Which pipe this is an end of (`raw::fd::pipe_end`), if one.
+    end: Option<(u64, u64, bool)>,
+    /// A write end's read end, if that is a port of the same reactor.
+    peer: OnceLock<Weak<Port>>,
+    /// A read end whose write end is a port of the same reactor.
+    fed: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -83,11 +127,16 @@ impl Port {
     /// epoll instance (edge-triggered, both directions).
     pub(crate) fn new(fd: OwnedFd) -> Self {
         let pipe = crate::raw::fd::is_stream_pipe(fd.as_fd());
+        let end = crate::raw::fd::pipe_end(fd.as_fd());
         Self {
             fd,
             pipe,
+            end,
+            peer: OnceLock::new(),
+            fed: AtomicBool::new(false),
             state: Mutex::new(State {
                 queues: Default::default(),
+                alone: 0,
                 ahead: Vec::new(),
                 empty: false,
                 closed: None,
@@ -99,6 +148,39 @@ impl Port {
         self.fd.as_fd()
     }
 
+    /// Links `a` and `b` if they are the two ends of one pipe (the write
+    /// end's writers then feed the read end).
+    pub(crate) fn link(a: &std::sync::Arc<Port>, b: &std::sync::Arc<Port>) {
+        let (Some((da, ia, ra)), Some((db, ib, rb))) = (a.end, b.end) else {
+            return;
+        };
+        if (da, ia) != (db, ib) || ra == rb {
+            return;
+        }
+        let (r, w) = if ra { (a, b) } else { (b, a) };
+        if w.peer.set(std::sync::Arc::downgrade(r)).is_ok() {
+            r.fed.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether this is a pipe end that `link` may pair.
+    pub(crate) fn is_pipe_end(&self) -> bool {
+        self.end.is_some()
+    }
+
+    /// An issuer whose write to this port went through: if this is the
+    /// write end of a pipe whose read end is a port, serves the read end
+    /// here, taking no edge. Returns whether it did.
+    pub(crate) fn feed(&self, tally: &Tally, parked: &Parked) -> bool {
+        match self.peer.get().and_then(Weak::upgrade) {
+            Some(r) => {
+                r.serve(tally, parked);
+                true
+            }
+            None => false,
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -106,7 +188,7 @@ impl Port {
     /// The issuer: answers `req` here if it can (the port is closed, or the
     /// operation did not have to wait), otherwise parks it. `parked` counts
     /// the parked requests of the reactor.
-    pub(crate) fn submit(&self, mut req: Req, tally: &Tally, parked: &AtomicUsize) -> Submitted {
+    pub(crate) fn submit(&self, mut req: Req, tally: &Tally, parked: &Parked) -> Submitted {
         request::add(&tally.requests, 1);
         let mut st = self.lock();
         let answer = if let Some(e) = st.closed {
@@ -126,8 +208,13 @@ impl Port {
             match tried {
                 Some((n, buf)) => request::outcome(&req, n, buf),
                 None => {
+                    // A read at a fed read end is served by the writers'
+                    // feeds; anything else needs an edge taken.
+                    let alone =
+                        !(matches!(req, Req::Read { .. }) && self.fed.load(Ordering::Relaxed));
                     st.queues[dir].push_back(req);
-                    parked.fetch_add(1, Ordering::Relaxed);
+                    st.alone += alone as usize;
+                    parked.add(1, alone as usize);
                     return Submitted::Parked;
                 }
             }
@@ -142,9 +229,10 @@ impl Port {
     /// queues until an operation would block or the queue is empty, then
     /// answers them (outside the lock: an answer may wait for room in its
     /// receiver's core). Returns how many it answered.
-    pub(crate) fn serve(&self, tally: &Tally, parked: &AtomicUsize) -> usize {
+    pub(crate) fn serve(&self, tally: &Tally, parked: &Parked) -> usize {
         // Usually one answer: kept out of the allocator.
         let (mut first, mut more) = (None, Vec::new());
+        let alone;
         {
             let mut st = self.lock();
             if st.closed.is_some() {
@@ -168,10 +256,15 @@ impl Port {
                     }
                 }
             }
+            // Which of the answered were counted alone does not matter (a
+            // hint), only that the counts stay those of the queues.
+            let left: usize = st.queues.iter().map(|q| q.len()).sum();
+            alone = st.alone.saturating_sub(left);
+            st.alone -= alone;
         }
         let n = first.is_some() as usize + more.len();
         if n > 0 {
-            parked.fetch_sub(n, Ordering::Relaxed);
+            parked.sub(n, alone);
             request::add(&tally.served, n as u64);
             for (req, a) in first.into_iter().chain(more) {
                 request::answer(req, a, tally);
@@ -182,8 +275,9 @@ impl Port {
 
     /// Closes the port with `e` (deregistered, or the reactor shut down):
     /// answers every parked request with it, and every later one. Idempotent.
-    pub(crate) fn close(&self, e: IoError, tally: &Tally, parked: &AtomicUsize) {
+    pub(crate) fn close(&self, e: IoError, tally: &Tally, parked: &Parked) {
         let mut queues: Queues = Default::default();
+        let alone;
         {
             let mut st = self.lock();
             if st.closed.is_some() {
@@ -191,9 +285,14 @@ impl Port {
             }
             st.closed = Some(e);
             std::mem::swap(&mut queues, &mut st.queues);
+            alone = std::mem::take(&mut st.alone);
+        }
+        // A write end gone: its read end's reads wait for edges again.
+        if let Some(r) = self.peer.get().and_then(Weak::upgrade) {
+            r.fed.store(false, Ordering::Relaxed);
         }
         let n: usize = queues.iter().map(|q| q.len()).sum();
-        parked.fetch_sub(n, Ordering::Relaxed);
+        parked.sub(n, alone);
         request::fail_queued(&mut queues, [0, 0], e, tally);
     }
 }
