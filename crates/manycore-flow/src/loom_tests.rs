@@ -596,3 +596,30 @@ fn reactor_lease_leaves_no_edge_untaken() {
         assert!(taken.load(Ordering::SeqCst) >= 1, "the edge was taken");
     });
 }
+
+/// The reactor leaves the epoll instance (to defer to polling issuers)
+/// only while no request is parked alone, i.e. waiting for an edge that
+/// only a poll or the reactor takes (`Parked::go_out`, `Parked::add`, the
+/// real ones): a request parked alone either keeps the reactor in, or
+/// finds it out and wakes it. If either side wrote its word with a plain
+/// store and read the other's with a plain load, both could miss the
+/// other (the reactor out, the request parked, nobody woken) and the
+/// model fails.
+#[test]
+fn reactor_out_of_the_instance_is_woken_by_a_request_parked_alone() {
+    use crate::reactor::port::Parked;
+    model(|| {
+        let parked = Arc::new(Parked::default());
+        let p = parked.clone();
+        let parker = thread::spawn(move || p.add(1, 1));
+        let out = parked.go_out();
+        let woken = parker.join().unwrap();
+        if out {
+            assert!(
+                woken,
+                "the reactor out with a request parked alone, not woken"
+            );
+        }
+        parked.come_in();
+    });
+}

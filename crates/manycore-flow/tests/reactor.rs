@@ -613,10 +613,10 @@ fn a_read_end_whose_writer_device_is_dropped_mid_request_answers_closed() {
 #[test]
 fn an_edge_no_issuer_takes_is_served_once_the_issuers_stop_polling() {
     // An issuer whose writes go through polls the epoll instance while a
-    // read is parked, which keeps the reactor thread out of it for a
-    // while. Data for the parked read that comes after the last of those
-    // polls (from a writer outside the reactor) is served by the reactor
-    // all the same.
+    // read is parked. Data for the parked read that comes after the last
+    // of those polls (from a writer outside the reactor) is served by the
+    // reactor thread: a read that waits for such an edge keeps it in the
+    // instance.
     let rt = runtime(1);
     let reactor = Reactor::with_backend(Backend::Epoll).unwrap();
     let (xr, xw) = pipe().unwrap();
@@ -643,4 +643,40 @@ fn an_edge_no_issuer_takes_is_served_once_the_issuers_stop_polling() {
     );
     let mut got = vec![0u8; WRITES as usize];
     File::from(yr).read_exact(&mut got).unwrap();
+}
+
+#[test]
+fn a_request_parked_alone_while_the_reactor_defers_is_served() {
+    // Every parked request a read that writers feed (both ends of its
+    // pipe are devices): an issuer's polls keep the reactor thread out of
+    // the epoll instance. A read then parked on a pipe whose writer is
+    // outside the reactor waits for an edge that only a poll or the
+    // reactor takes: it brings the reactor back, and is served.
+    let rt = runtime(1);
+    let reactor = Reactor::with_backend(Backend::Epoll).unwrap();
+    let (r1, w1) = pipe().unwrap();
+    let (r2, w2) = pipe().unwrap();
+    let (xr, xw) = pipe().unwrap();
+    let reg = |fd: std::os::fd::OwnedFd| reactor.register(fd).unwrap();
+    let (r1, w1, r2, w2, x) = (reg(r1), reg(w1), reg(r2), reg(w2), reg(xr));
+    let (held, h) = Outcome::new(rt.core(0)).unwrap();
+    r2.read(&kernel(), 8, held);
+    for round in 0..200u32 {
+        let (got, g) = Outcome::new(rt.core(0)).unwrap();
+        let (wrote, n) = Outcome::new(rt.core(0)).unwrap();
+        r1.read(&kernel(), 8, got);
+        w1.write(&kernel(), round.to_le_bytes().to_vec(), wrote);
+        assert_eq!(n.wait_timeout(WAIT), Ok(Ok(4)));
+        assert_eq!(g.wait_timeout(WAIT), Ok(Ok(round.to_le_bytes().to_vec())));
+    }
+    let (done, out) = Outcome::new(rt.core(0)).unwrap();
+    x.read(&kernel(), 8, done);
+    File::from(xw).write_all(b"x").unwrap();
+    assert_eq!(out.wait_timeout(WAIT), Ok(Ok(b"x".to_vec())));
+    let (wrote, n) = Outcome::new(rt.core(0)).unwrap();
+    w2.write(&kernel(), b"held".to_vec(), wrote);
+    assert_eq!(n.wait_timeout(WAIT), Ok(Ok(4)));
+    assert_eq!(h.wait_timeout(WAIT), Ok(Ok(b"held".to_vec())));
+    let s = reactor.stats();
+    assert_eq!((s.requests, s.completed, s.failed), (403, 403, 0));
 }

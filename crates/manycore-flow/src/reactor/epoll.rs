@@ -65,15 +65,18 @@ pub(super) fn run(sh: &Shared, ep: &Epoll) {
             if stopped {
                 break;
             }
-            if idle {
+            // Out of the instance only while no request waits for an edge
+            // alone; one parked alone from now on wakes the reactor.
+            if idle && sh.parked.go_out() {
                 add(&counters.waits, 1);
                 if let Ok(true) = fd::wait_readable(sh.wake.as_fd(), defer) {
                     let mut b = Vec::with_capacity(8);
                     let _ = fd::read(sh.wake.as_fd(), &mut b);
                 }
-                sh.commands.awake();
                 defer = (defer * 2).min(DEFER_MAX);
             }
+            sh.parked.come_in();
+            sh.commands.awake();
             spin.slept();
             sleep = false;
             continue;

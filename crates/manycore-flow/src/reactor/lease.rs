@@ -6,11 +6,13 @@
 //! would only race them for those edges (an edge it wins is answered by a
 //! message to the receiver's core instead of a local signal), and, asleep
 //! in the instance, be woken by every one. So an issuer marks the lease
-//! before each poll, and the reactor, finding it marked, clears it and
-//! waits on its wake eventfd alone for a period (commands still wake it)
-//! instead of on the instance. A period at whose end the lease is still
-//! clear (no issuer polled during it) ends the deferral: the reactor waits
-//! on the instance again.
+//! before a poll made while every parked request is a read that writers
+//! feed (`Parked::alone` is 0), and the reactor, finding it marked, clears
+//! it and waits on its wake eventfd alone for a period (commands, and a
+//! request parked alone, still wake it: `Parked::go_out`) instead of on
+//! the instance. A period at whose end the lease is still clear (no
+//! issuer polled during it) ends the deferral: the reactor waits on the
+//! instance again.
 //!
 //! | word | meaning |
 //! |---|---|

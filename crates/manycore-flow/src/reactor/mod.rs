@@ -212,9 +212,12 @@ impl Shared {
         let Some(ep) = self.epoll.get() else {
             return;
         };
-        // Before the wait: the reactor stays out of the instance while
-        // issuers poll it, and a reactor asleep in it is woken to see that.
-        if self.lease.mark() {
+        // Before the wait, if every parked request is a read that writers
+        // feed: the reactor stays out of the instance while issuers poll
+        // it, and a reactor asleep in it is woken to see that. (A request
+        // that waits for an edge alone keeps the reactor in: an edge that
+        // comes once the issuers have stopped is then taken at once.)
+        if self.parked.alone.load(Ordering::Relaxed) == 0 && self.lease.mark() {
             self.counters.wakeups.fetch_add(1, Ordering::Relaxed);
             self.ring_wake();
         }
@@ -633,7 +636,13 @@ impl Device {
         let sh = &*self.shared;
         if let Some(p) = &self.port {
             let write = matches!(req, Req::Write { .. });
-            if let Submitted::Answered = p.submit(req, &sh.counters.direct, &sh.parked) {
+            let submitted = p.submit(req, &sh.counters.direct, &sh.parked);
+            if let Submitted::Parked(wake) = submitted {
+                if wake {
+                    sh.counters.wakeups.fetch_add(1, Ordering::Relaxed);
+                    sh.ring_wake();
+                }
+            } else {
                 // A write to a pipe whose read end is a port serves that
                 // end here (its edge is left for the next poll). The poll is
                 // then needed only to keep the reactor out of the instance

@@ -68,14 +68,34 @@ pub(crate) struct Parked {
     /// but the reads parked at the read end of a pipe whose write end is a
     /// port too (its writers feed it, `Port::feed`).
     pub(crate) alone: AtomicUsize,
+    /// The reactor thread is out of the epoll instance (deferring to the
+    /// issuers, `lease.rs`), which it may be only while `alone` is 0.
+    pub(crate) out: AtomicBool,
 }
 
 impl Parked {
-    fn add(&self, n: usize, alone: usize) {
+    /// True if the reactor must be woken: a request parked alone while it
+    /// is out of the instance. Both sides write one word and then read the
+    /// other with read-modify-writes (the reactor: `out` then `alone`), so
+    /// at least one of them sees the other's write.
+    pub(crate) fn add(&self, n: usize, alone: usize) -> bool {
         self.all.fetch_add(n, Ordering::Relaxed);
-        if alone > 0 {
-            self.alone.fetch_add(alone, Ordering::Relaxed);
+        alone > 0 && {
+            self.alone.fetch_add(alone, Ordering::SeqCst);
+            self.out.fetch_or(false, Ordering::SeqCst)
         }
+    }
+
+    /// The reactor, before it leaves the instance: marks itself out and
+    /// returns true if it may stay out (no request is parked alone).
+    pub(crate) fn go_out(&self) -> bool {
+        self.out.swap(true, Ordering::SeqCst);
+        self.alone.fetch_add(0, Ordering::SeqCst) == 0
+    }
+
+    /// The reactor, back in.
+    pub(crate) fn come_in(&self) {
+        self.out.store(false, Ordering::Relaxed);
     }
     fn sub(&self, n: usize, alone: usize) {
         self.all.fetch_sub(n, Ordering::Relaxed);
@@ -118,8 +138,9 @@ pub(crate) struct Port {
 pub(crate) enum Submitted {
     /// Answered here (with a value or an error).
     Answered,
-    /// Parked in the port's queue; a later edge serves it.
-    Parked,
+    /// Parked in the port's queue; a later edge serves it. True: the
+    /// reactor is out of the epoll instance and must be woken.
+    Parked(bool),
 }
 
 impl Port {
@@ -214,8 +235,7 @@ impl Port {
                         !(matches!(req, Req::Read { .. }) && self.fed.load(Ordering::Relaxed));
                     st.queues[dir].push_back(req);
                     st.alone += alone as usize;
-                    parked.add(1, alone as usize);
-                    return Submitted::Parked;
+                    return Submitted::Parked(parked.add(1, alone as usize));
                 }
             }
         };
