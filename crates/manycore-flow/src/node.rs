@@ -49,13 +49,6 @@ pub(crate) trait AnyNode: Send + Sync + 'static {
     fn entry(&self) -> Entry;
     /// Records the registry entry (owner only).
     fn set_entry(&self, e: Entry);
-    /// Marks (or unmarks) the instance as held by its owner's ready stack
-    /// (owner only; `ready.rs` alone calls it).
-    fn set_stacked(&self, on: bool);
-    /// True only on the owner core's thread, while its ready stack holds a
-    /// reference to the instance (what a handle's drop asks,
-    /// `raw/shared.rs`).
-    fn stacked_here(&self) -> bool;
 }
 
 /// What a delivery did.
@@ -193,7 +186,6 @@ fn make<T: Send + 'static, B: Body<T>>(
                 body: Some(body),
                 entry,
                 retries: 0,
-                stacked: false,
             },
         ),
     };
@@ -358,18 +350,6 @@ impl<T: Send + 'static, B: Body<T>> AnyNode for Node<T, B> {
 
     fn set_entry(&self, e: Entry) {
         self.half.with(|h| h.entry = e);
-    }
-
-    #[inline]
-    fn set_stacked(&self, on: bool) {
-        // Marked only in a cell this thread owns already, so unmarking (by
-        // the same thread) always gets in.
-        self.half.with_if_owned(|h| h.stacked = on);
-    }
-
-    #[inline]
-    fn stacked_here(&self) -> bool {
-        self.half.with_if_owned(|h| h.stacked).unwrap_or(false)
     }
 }
 

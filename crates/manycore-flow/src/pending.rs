@@ -74,9 +74,6 @@ pub(crate) struct Pending<T, B> {
     pub(crate) entry: Entry,
     /// Self-continuations in a row (see [`SELF_CONTINUATION_BOUND`]).
     pub(crate) retries: u32,
-    /// The owner core's ready stack holds a reference to the instance
-    /// (set and cleared by `ready.rs` only, as it pushes and takes off).
-    pub(crate) stacked: bool,
 }
 
 /// Self-continuations in a row after which an instance stops retrying and

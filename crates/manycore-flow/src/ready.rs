@@ -42,7 +42,7 @@ impl Drop for Ready {
         for n in std::mem::take(&mut self.stack) {
             // Off the stack before anything else: emptying it drops its
             // body, which may hold handles of it or of others still here.
-            n.set_stacked(false);
+            n.frame().set_stacked(false);
             n.clear(false);
         }
     }
@@ -75,7 +75,7 @@ pub(crate) fn push(node: NodeRef) {
                     // Marked while the stack holds it: a handle dropped on
                     // this thread meanwhile may skip its count's
                     // read-modify-write (`raw/shared.rs`).
-                    n.set_stacked(true);
+                    n.frame().set_stacked(true);
                     r.stack.push(n);
                 }
             }
@@ -136,7 +136,7 @@ pub(crate) fn run(f: impl FnOnce()) {
         let next = READY.with(|r| r.borrow_mut().stack.pop());
         match next {
             Some(n) => {
-                n.set_stacked(false);
+                n.frame().set_stacked(false);
                 n.start(&n)
             }
             None => return,

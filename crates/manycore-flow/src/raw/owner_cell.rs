@@ -125,18 +125,6 @@ impl<T> OwnerCell<T> {
 
     /// `with` as the thread `me`, for a loom model (whose threads are not
     /// threads of the process, so the model names them itself).
-    /// Like [`with`](Self::with), but only for the thread that owns the
-    /// cell already: a cell nobody owns yet stays unowned (a thread that
-    /// only asks about an instance must not become its owner).
-    #[inline]
-    pub(crate) fn with_if_owned<R>(&self, f: impl FnOnce(&mut T) -> R) -> Option<R> {
-        let me = thread_id();
-        if self.owner.load(Ordering::Relaxed) != me {
-            return None;
-        }
-        self.with_as(me, f)
-    }
-
     #[cfg(all(test, loom))]
     pub(crate) fn with_in_model<R>(&self, me: u64, f: impl FnOnce(&mut T) -> R) -> Option<R> {
         self.with_as(me, f)

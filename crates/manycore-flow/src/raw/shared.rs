@@ -32,6 +32,7 @@
 //! drops its handle so.
 
 use super::slab;
+use crate::here;
 use crate::node::AnyNode;
 use manycore_sync::atomic::{fence, AtomicUsize, Ordering};
 use std::alloc::Layout;
@@ -257,12 +258,15 @@ impl Drop for Handle {
         // SAFETY: `self.0` is taken once, here, and `self` is never used
         // again (it is being dropped).
         let node = unsafe { ManuallyDrop::take(&mut self.0) };
-        // `stacked_here` is true only on the owner core's thread while its
-        // ready stack holds a reference to the instance (`ready.rs` marks
-        // the instance when it pushes it and unmarks it when it takes it
-        // off): the held reference `drop_beside_held` asks for, and not
-        // this one, which a handle holds.
-        let held = node.stacked_here();
+        // On the owner core's thread, the frame's mark says exactly whether
+        // its ready stack holds a reference to the instance (only that
+        // thread writes it: `ready.rs` marks the instance when it pushes it
+        // and unmarks it when it takes it off): the held reference
+        // `drop_beside_held` asks for, and not this one, which a handle
+        // holds. The mark is read first (a load of the frame's line, which
+        // the drop reads anyway), the owner only if it is set.
+        let frame = node.frame();
+        let held = frame.stacked() && here::is(frame.owner());
         node.drop_beside_held(held);
     }
 }
