@@ -63,13 +63,18 @@ impl Claims {
     /// `fetch_or` sees the bit clear). The value itself travels to the owner
     /// through a message (release/acquire in the ring) or stays on the
     /// owner's own thread, never through this word.
+    ///
+    /// Only the claimed bit of the old word is looked at, so the claim is
+    /// one locked bit-test-and-set, not a compare-and-swap loop. A loser
+    /// then reads the word to tell `Fired` from `Filled`: the word only
+    /// gains bits, so a loser that happens after the firing (after every
+    /// claim) reads it full.
     #[inline]
     pub(crate) fn claim(&self, slot: usize) -> Claim {
         let bit = 1u64 << slot;
-        let prev = self.word.fetch_or(bit, Ordering::Relaxed);
-        if prev & bit == 0 {
+        if self.word.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
             Claim::Won
-        } else if prev == self.full {
+        } else if self.word.load(Ordering::Relaxed) == self.full {
             Claim::Fired
         } else {
             Claim::Filled

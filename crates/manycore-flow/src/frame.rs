@@ -7,6 +7,7 @@
 use crate::claims::Claims;
 use crate::mode::ModeKind;
 use manycore_rt::Core;
+use manycore_sync::atomic::{AtomicBool, Ordering};
 
 /// The shared record of one instance.
 pub(crate) struct Frame {
@@ -18,6 +19,14 @@ pub(crate) struct Frame {
     pub(crate) exclusive: bool,
     pub(crate) inputs: usize,
     pub(crate) claims: Claims,
+    /// The owner core's ready stack holds a reference to the instance. Set
+    /// and cleared by the owner core's thread only (`ready.rs`, as it
+    /// pushes and takes off), so it is exact when read there; another
+    /// thread may read anything, and must not rely on it (a handle's drop
+    /// reads it only after checking it runs on the owner, `raw/shared.rs`).
+    /// Relaxed: only the owner's own reads matter, which program order
+    /// orders.
+    stacked: AtomicBool,
 }
 
 impl Frame {
@@ -35,7 +44,22 @@ impl Frame {
             exclusive,
             inputs,
             claims,
+            stacked: AtomicBool::new(false),
         }
+    }
+
+    /// Marks (or unmarks) the instance as held by its owner's ready stack
+    /// (on the owner core's thread only).
+    #[inline]
+    pub(crate) fn set_stacked(&self, on: bool) {
+        self.stacked.store(on, Ordering::Relaxed);
+    }
+
+    /// True on the owner core's thread while its ready stack holds the
+    /// instance; on any other thread, meaningless.
+    #[inline]
+    pub(crate) fn stacked(&self) -> bool {
+        self.stacked.load(Ordering::Relaxed)
     }
 
     /// The owner core.

@@ -8,6 +8,7 @@ use crate::mode::{Mode, ModeKind, User};
 use crate::node::{self, NodeRef};
 use crate::pending::Once;
 use crate::raw::inputs::Inputs;
+use crate::raw::shared::Handle;
 use manycore_rt::Core;
 use std::fmt;
 use std::marker::PhantomData;
@@ -38,7 +39,7 @@ use std::marker::PhantomData;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Instance<T, M: Mode = User> {
-    node: NodeRef,
+    node: Handle,
     _t: PhantomData<fn(T) -> M>,
 }
 
@@ -81,7 +82,7 @@ impl<T: Send + 'static, M: Mode> Instance<T, M> {
 impl<T, M: Mode> Instance<T, M> {
     pub(crate) fn from_node(node: NodeRef) -> Self {
         Self {
-            node,
+            node: Handle::new(node),
             _t: PhantomData,
         }
     }
@@ -95,7 +96,7 @@ impl<T, M: Mode> Instance<T, M> {
     /// [`SignalErrorKind::NoSuchSlot`](crate::SignalErrorKind::NoSuchSlot)).
     pub fn slot(&self, index: usize) -> Slot<T, M> {
         Slot {
-            node: self.node.clone(),
+            node: (*self.node).clone(),
             index,
             _t: PhantomData,
         }

@@ -1,7 +1,8 @@
 //! Loom models of manycore-flow's concurrent protocols, against the real
 //! `Claims` (the shared half of the synchronisation counter), the real
 //! `OwnerCell` (who may reach an instance's owner half), the real `Shared`
-//! (an instance's reference count), the real
+//! (an instance's reference count, and a handle's drop beside its ready
+//! stack's reference), the real
 //! `Turnstile` (a gate's lock word, queue and handoff) and the real
 //! reactor `Commands` (its queue and sleep handshake) and `Lease` (how
 //! polling issuers keep the reactor out of the epoll instance), and a model
@@ -196,6 +197,35 @@ fn shared_frees_once_after_every_use() {
         a.uses.fetch_add(1, Ordering::Relaxed);
         drop(a);
         t.join().unwrap();
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
+    });
+}
+
+/// A handle dropped beside a reference only its thread holds (an
+/// instance's ready-stack reference), while another thread uses and drops
+/// a third reference, and the held reference is then handed to a third
+/// thread that drops it: whether the handle's drop reads 3 (and takes one
+/// away) or 2 (and writes 1), the value is dropped once, after every use.
+#[test]
+fn shared_drop_beside_held_frees_once_after_every_use() {
+    model(|| {
+        let uses = Arc::new(AtomicUsize::new(0));
+        let drops = Arc::new(AtomicUsize::new(0));
+        let (handle, held) = Shared::pair(Used {
+            uses: uses.clone(),
+            drops: drops.clone(),
+        });
+        let other = handle.clone();
+        let t = thread::spawn(move || {
+            other.uses.fetch_add(1, Ordering::Relaxed);
+            drop(other);
+        });
+        handle.uses.fetch_add(1, Ordering::Relaxed);
+        handle.drop_beside_held(true);
+        // The held reference handed on (as a ready stack's is, in a message).
+        let last = thread::spawn(move || drop(held));
+        t.join().unwrap();
+        last.join().unwrap();
         assert_eq!(drops.load(Ordering::Relaxed), 1);
     });
 }

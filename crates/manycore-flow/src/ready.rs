@@ -40,6 +40,9 @@ impl Drop for Ready {
         // The core's thread is exiting: what was ready goes down with it,
         // like the pending instances of its registry.
         for n in std::mem::take(&mut self.stack) {
+            // Off the stack before anything else: emptying it drops its
+            // body, which may hold handles of it or of others still here.
+            n.frame().set_stacked(false);
             n.clear(false);
         }
     }
@@ -68,7 +71,13 @@ pub(crate) fn push(node: NodeRef) {
         let _ = READY.try_with(|r| {
             let mut r = r.borrow_mut();
             if r.draining && !r.under_gate {
-                r.stack.extend(node.take());
+                if let Some(n) = node.take() {
+                    // Marked while the stack holds it: a handle dropped on
+                    // this thread meanwhile may skip its count's
+                    // read-modify-write (`raw/shared.rs`).
+                    n.frame().set_stacked(true);
+                    r.stack.push(n);
+                }
             }
         });
     }
@@ -126,7 +135,10 @@ pub(crate) fn run(f: impl FnOnce()) {
     for _ in 0..BUDGET {
         let next = READY.with(|r| r.borrow_mut().stack.pop());
         match next {
-            Some(n) => n.start(&n),
+            Some(n) => {
+                n.frame().set_stacked(false);
+                n.start(&n)
+            }
             None => return,
         }
     }

@@ -55,8 +55,12 @@ pub(crate) fn signal<T: Send + 'static>(
                 .owner()
                 .spawn(move || {
                     let mut v = Some(value);
-                    if let Delivered::Complete(n) = n.deliver(&n, slot, &mut v) {
-                        ready::run(move || n.start(&n));
+                    if let Delivered::Complete(c) = n.deliver(&n, slot, &mut v) {
+                        // `c` (the registry's reference) is this thread's
+                        // alone: the message's is dropped beside it, with
+                        // no read-modify-write if the two are all there is.
+                        n.drop_beside_held(true);
+                        ready::run(move || c.start(&c));
                     }
                 })
                 .or_else(|_| refuse(SignalErrorKind::Shutdown, None))

@@ -169,6 +169,42 @@ fn shared_frees_once_with_the_last_reference() {
     assert_eq!(drops.load(Ordering::Relaxed), 3);
 }
 
+/// A handle dropped beside a reference its thread holds writes the count
+/// only when the two are all there is: the value is freed once, with the
+/// last reference, whichever drop reads what.
+#[test]
+fn shared_drop_beside_held_frees_once_with_the_last_reference() {
+    use crate::raw::shared::Shared;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    struct D(Arc<AtomicUsize>);
+    impl Drop for D {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let drops = Arc::new(AtomicUsize::new(0));
+    // Two references: the handle's drop writes 1, the held one frees.
+    let (handle, held) = Shared::pair(D(drops.clone()));
+    handle.drop_beside_held(true);
+    assert_eq!(drops.load(Ordering::Relaxed), 0);
+    drop(held);
+    assert_eq!(drops.load(Ordering::Relaxed), 1);
+    // Three: the handle's drop takes one away, the other two free once.
+    let (handle, held) = Shared::pair(D(drops.clone()));
+    let third = handle.clone();
+    handle.drop_beside_held(true);
+    drop(held);
+    assert_eq!(drops.load(Ordering::Relaxed), 1);
+    std::thread::spawn(move || drop(third)).join().unwrap();
+    assert_eq!(drops.load(Ordering::Relaxed), 2);
+    // Not held: an ordinary drop.
+    let (handle, held) = Shared::pair(D(drops.clone()));
+    handle.drop_beside_held(false);
+    drop(held);
+    assert_eq!(drops.load(Ordering::Relaxed), 3);
+}
+
 mod slot_vec {
     use crate::raw::slot_vec::SlotVec;
     use proptest::prelude::*;

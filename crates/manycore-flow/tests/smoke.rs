@@ -145,6 +145,50 @@ fn creation_and_signal_queued_at_a_busy_owner() {
     assert_eq!(out.wait_timeout(WAIT), Ok(11));
 }
 
+/// Handles of instances a body completes on its own core, dropped there
+/// while the core's ready stack holds the instances (the drop that writes
+/// the count without a read-modify-write), alone or beside clones dropped
+/// on another core: every instance fires once with its value, and every
+/// body's captures are dropped once.
+#[test]
+fn handles_dropped_beside_the_ready_stack_fire_and_free_once() {
+    use std::sync::Arc;
+    let rt = runtime(2);
+    let captured = Arc::new(());
+    let (tx, rx) = mpsc::channel();
+    let c1 = rt.core(1).clone();
+    let cap = captured.clone();
+    Instance::<(), User>::new(rt.core(0), 0, move |ctx, _| {
+        let mut clones = Vec::new();
+        for k in 0..100u32 {
+            let (tx, cap) = (tx.clone(), cap.clone());
+            let i = Instance::<u32, User>::new(ctx.core(), 1, move |_, xs| {
+                let _ = (&cap, tx.send(xs[0]));
+            })
+            .unwrap();
+            if k % 2 == 0 {
+                clones.push(i.clone());
+            }
+            ctx.continue_to(&i, 0, k).unwrap();
+            drop(i);
+        }
+        let _ = c1.spawn(move || drop(clones));
+    })
+    .unwrap();
+    let mut got: Vec<u32> = (0..100).map(|_| rx.recv_timeout(WAIT).unwrap()).collect();
+    got.sort_unstable();
+    assert_eq!(got, (0..100).collect::<Vec<_>>());
+    let t0 = std::time::Instant::now();
+    while Arc::strong_count(&captured) > 1 {
+        assert!(t0.elapsed() < WAIT, "a body's captures were never dropped");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(
+        rx.recv_timeout(Duration::from_millis(10)).is_err(),
+        "fired twice"
+    );
+}
+
 #[test]
 fn double_fill_is_refused_with_the_value_back_remote() {
     let rt = runtime(2);

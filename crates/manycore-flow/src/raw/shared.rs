@@ -21,12 +21,23 @@
 //! nobody else can hold or make one. An instance's last reference is
 //! usually its owner's, dropped after its body ran, when its handles are
 //! gone: that drop is a load. `loom_tests.rs` checks the protocol.
+//!
+//! A handle dropped beside its instance's ready-stack reference (a
+//! [`Handle`]) can skip the read-modify-write too: if its owner thread's
+//! ready stack holds a reference (which only that thread reaches) and the
+//! count reads 2 on that thread, the two references are the handle and the
+//! stack's, nobody else holds one or can make one, and the count is written
+//! 1 with a plain store (`drop_beside_held`). A body that makes an instance
+//! on its own core and completes it (the instance is then on the stack)
+//! drops its handle so.
 
 use super::slab;
+use crate::here;
 use crate::node::AnyNode;
 use manycore_sync::atomic::{fence, AtomicUsize, Ordering};
 use std::alloc::Layout;
 use std::fmt;
+use std::mem::ManuallyDrop;
 use std::ops::Deref;
 use std::ptr::NonNull;
 
@@ -183,6 +194,80 @@ impl<T: ?Sized> Drop for Shared<T> {
             std::ptr::drop_in_place(self.ptr.as_ptr());
             slab::free(self.ptr.cast(), layout);
         }
+    }
+}
+
+impl<T: ?Sized> Shared<T> {
+    /// Drops this reference. `held_here` says that another reference to
+    /// the same value is held by a structure of the calling thread that no
+    /// other thread reaches (for an instance: its owner core's ready stack),
+    /// and that this reference is not that one.
+    ///
+    /// Then the count is at least 2, and if it reads 2 the two references
+    /// are this one and the held one: no other thread holds a reference or
+    /// can make one (a clone needs a live one), so nothing else reads or
+    /// writes the count, and a plain store of 1 does what the
+    /// read-modify-write would. Acquire pairs with the Release of the drops
+    /// that brought the count down to 2, as for a drop that reads 1; the
+    /// held reference is dropped on this thread or handed on by a release
+    /// (a message, a queue), so this thread's uses happen before its free.
+    /// Otherwise (`held_here` false, or more references) an ordinary drop.
+    #[inline]
+    pub(crate) fn drop_beside_held(self, held_here: bool) {
+        let count = &self.counted().count;
+        if held_here && count.load(Ordering::Acquire) == 2 {
+            count.store(1, Ordering::Relaxed);
+            std::mem::forget(self);
+        }
+    }
+}
+
+/// A counted reference to an instance held by a handle (`Instance`): the
+/// same as a [`Shared`], but its drop skips the read-modify-write when the
+/// instance's owner thread drops it while its ready stack holds the other
+/// reference (see [`Shared::drop_beside_held`]).
+pub(crate) struct Handle(ManuallyDrop<Shared<dyn AnyNode>>);
+
+impl Handle {
+    /// A handle holding `node`.
+    #[inline]
+    pub(crate) fn new(node: Shared<dyn AnyNode>) -> Self {
+        Self(ManuallyDrop::new(node))
+    }
+}
+
+impl Clone for Handle {
+    #[inline]
+    fn clone(&self) -> Self {
+        Self::new((*self.0).clone())
+    }
+}
+
+impl Deref for Handle {
+    type Target = Shared<dyn AnyNode>;
+
+    #[inline]
+    fn deref(&self) -> &Shared<dyn AnyNode> {
+        &self.0
+    }
+}
+
+impl Drop for Handle {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: `self.0` is taken once, here, and `self` is never used
+        // again (it is being dropped).
+        let node = unsafe { ManuallyDrop::take(&mut self.0) };
+        // On the owner core's thread, the frame's mark says exactly whether
+        // its ready stack holds a reference to the instance (only that
+        // thread writes it: `ready.rs` marks the instance when it pushes it
+        // and unmarks it when it takes it off): the held reference
+        // `drop_beside_held` asks for, and not this one, which a handle
+        // holds. The mark is read first (a load of the frame's line, which
+        // the drop reads anyway), the owner only if it is set.
+        let frame = node.frame();
+        let held = frame.stacked() && here::is(frame.owner());
+        node.drop_beside_held(held);
     }
 }
 
