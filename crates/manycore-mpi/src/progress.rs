@@ -576,6 +576,9 @@ impl Progress {
                         {
                             let r = dispatch::reply_result(h, frame);
                             OWN.with(|o| *o.borrow_mut() = Some((h.seq, r)));
+                            // Dropped at this thread's next call, after its
+                            // send: not between the reply and the return.
+                            crate::pending::drop_later(slot);
                             break;
                         }
                         Some(slot) => slot.complete(dispatch::reply_result(h, frame)),
