@@ -116,6 +116,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "mpi")]
+mod awaiting;
 mod codec;
 #[cfg(feature = "mpi")]
 mod collective;

@@ -53,6 +53,40 @@ thread_local! {
     /// This thread's reply slot, kept for its next call once nobody else
     /// holds it (see [`Oneshot::for_this_thread`]).
     static MINE: RefCell<Option<Arc<Oneshot>>> = const { RefCell::new(None) };
+    /// References to reply slots whose call this thread settled itself
+    /// (it received the reply while polling for it): dropped at its next
+    /// call, after that call's send, rather than between the reply and
+    /// the caller's return (each drop is an atomic read-modify-write).
+    static LATER: RefCell<Vec<Arc<Oneshot>>> = const { RefCell::new(Vec::new()) };
+    /// A handle on the world of this thread's last settled call, kept for
+    /// its next `Pending` (a reference count moved, not taken and given
+    /// back, per call).
+    static WORLD: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
+}
+
+/// References kept in [`LATER`] at most; more are dropped at once.
+const LATER_MAX: usize = 8;
+
+/// Drops `slot` (a reference to a reply slot whose call this thread
+/// settled) at this thread's next call, after its send.
+pub(crate) fn drop_later(slot: Arc<Oneshot>) {
+    let _ = LATER.try_with(move |l| {
+        let mut l = l.borrow_mut();
+        if l.len() < LATER_MAX {
+            l.push(slot);
+        }
+    });
+}
+
+/// A handle on `sh` for a `Pending`: the one this thread kept from its last
+/// settled call if it is of the same world, else a new one.
+pub(crate) fn world_handle(sh: &Arc<Shared>) -> Arc<Shared> {
+    WORLD
+        .try_with(|w| w.borrow_mut().take())
+        .ok()
+        .flatten()
+        .filter(|w| Arc::ptr_eq(w, sh))
+        .unwrap_or_else(|| sh.clone())
 }
 
 impl Oneshot {
@@ -62,6 +96,9 @@ impl Oneshot {
     /// is being delivered into it); else a new one. A thread that waits
     /// for one call at a time so allocates no slot per call.
     pub(crate) fn for_this_thread() -> Arc<Oneshot> {
+        // The references this thread's settled calls left behind go first
+        // (its last slot is unique again once they are gone).
+        let _ = LATER.try_with(|l| l.borrow_mut().clear());
         MINE.with(|m| {
             let mut m = m.borrow_mut();
             if let Some(slot) = m.as_mut() {
@@ -146,7 +183,9 @@ impl Wake for CoreWake {
 /// `.await`. Dropping it does not cancel the call; its reply is dropped.
 #[must_use = "a Pending does nothing unless waited on or awaited (the call runs anyway)"]
 pub struct Pending<T> {
-    slot: Arc<Oneshot>,
+    /// Always `Some` until dropped (a settled call's reference is then
+    /// kept for the thread's next call, [`drop_later`]).
+    slot: Option<Arc<Oneshot>>,
     seq: u64,
     shared: Option<Arc<Shared>>,
     /// The reply comes from a progress thread with no other thread in
@@ -155,6 +194,10 @@ pub struct Pending<T> {
     /// The waiter received its reply itself and took it past the slot
     /// (`progress::take_own`): nothing is left to forget.
     settled: bool,
+    /// A settled call's world handle may be kept for the thread's next
+    /// call ([`world_handle`]; not on a core, whose thread-locals must not
+    /// outlive its runtime holding the world).
+    keep_world: bool,
     _t: PhantomData<fn() -> T>,
 }
 
@@ -162,15 +205,32 @@ impl<T> std::fmt::Debug for Pending<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pending")
             .field("seq", &self.seq)
-            .field("finished", &self.slot.is_done())
+            .field("finished", &self.slot().is_done())
             .finish()
     }
 }
 
 impl<T> Drop for Pending<T> {
     fn drop(&mut self) {
+        if self.settled {
+            // Taken past the slot on this thread: the slot and the world's
+            // handle wait here for this thread's next call (nothing
+            // refers to the call any more).
+            if let Some(slot) = self.slot.take() {
+                drop_later(slot);
+            }
+            if let Some(s) = self.shared.take().filter(|_| self.keep_world) {
+                let _ = WORLD.try_with(move |w| {
+                    let mut w = w.borrow_mut();
+                    if w.is_none() {
+                        *w = Some(s);
+                    }
+                });
+            }
+            return;
+        }
         if let Some(s) = &self.shared {
-            if !self.settled && !self.slot.is_done() {
+            if !self.slot().is_done() {
                 s.forget(self.seq);
             }
         }
@@ -185,11 +245,12 @@ impl<T> Pending<T> {
         spin: bool,
     ) -> Self {
         Pending {
-            slot,
+            slot: Some(slot),
             seq,
             shared,
             spin,
             settled: false,
+            keep_world: false,
             _t: PhantomData,
         }
     }
@@ -201,9 +262,16 @@ impl<T> Pending<T> {
         Self::new(slot, 0, None, false)
     }
 
+    /// The reply's slot (`slot` is `None` only once dropped).
+    fn slot(&self) -> &Oneshot {
+        self.slot
+            .as_deref()
+            .expect("a Pending's slot is gone only once it is dropped")
+    }
+
     /// True once the reply (or the failure) is in.
     pub fn is_finished(&self) -> bool {
-        self.slot.is_done()
+        self.slot().is_done()
     }
 }
 
@@ -225,7 +293,7 @@ impl<T: DeserializeOwned> Pending<T> {
     /// first polls found nothing (a reply that comes within them costs no
     /// clock read; the bound starts a few microseconds late).
     fn wait_within(mut self, timeout: Option<Duration>) -> Result<T, CallError> {
-        if self.slot.is_done() {
+        if self.slot().is_done() {
             return self.finish();
         }
         if crate::progress::progressing() {
@@ -251,12 +319,19 @@ impl<T: DeserializeOwned> Pending<T> {
         // (a call to an engine place): a call that a core must run takes
         // microseconds more, which a thread of this rank polling MPI would
         // only take from that core (ranks often share a machine's CPUs).
+        // It polls MPI until it hands progress over to the engine; it is
+        // counted among the rank's pollers (which the engine keeps out of
+        // the way of) only from its second poll on: most replies come
+        // within the first, whose thread holds the progress lock anyway,
+        // and a count taken and given back is two read-modify-writes, one
+        // of them between the reply and the caller's return.
         let mut polling = match &self.shared {
-            Some(s) if self.spin => s.polling(),
-            _ => None,
+            Some(s) => self.spin && s.may_poll(),
+            None => false,
         };
-        let window = match (&polling, &self.shared) {
-            (Some(_), Some(s)) => s.poll_window(),
+        let mut counted = None;
+        let window = match (polling, &self.shared) {
+            (true, Some(s)) => s.poll_window(),
             _ => SPIN,
         };
         // Read at the first look at the clock (below), for the end of the
@@ -270,7 +345,7 @@ impl<T: DeserializeOwned> Pending<T> {
         // With `Tuning::adaptive`, a waiter that does not poll MPI waits as
         // its thread's recent gaps say (pausing, or yielding while the
         // process has more awake threads than CPUs), counted as awake.
-        let adaptive = polling.is_none()
+        let adaptive = !polling
             && on_core.is_none()
             && self.shared.as_ref().is_some_and(|s| s.tuning().adaptive);
         if adaptive {
@@ -278,7 +353,7 @@ impl<T: DeserializeOwned> Pending<T> {
             return WAIT_GAPS.with(|gaps| {
                 let mut w = AdaptiveSpin::counted(SPIN, gaps);
                 while w.spin() {
-                    if self.slot.is_done() {
+                    if self.slot().is_done() {
                         w.found();
                         return self.finish();
                     }
@@ -293,24 +368,28 @@ impl<T: DeserializeOwned> Pending<T> {
         }
         let mut polls = 0u32;
         loop {
-            if self.slot.is_done() {
+            if self.slot().is_done() {
                 return self.finish();
             }
             // Poll MPI ourselves if we can: the reply is then received and
             // completed on this thread, with no engine in between.
-            if let (Some(_), Some(s)) = (&polling, &self.shared) {
-                s.progress_for(Some(self.slot.done_flag()));
+            if let (true, Some(s)) = (polling, &self.shared) {
+                s.progress_for(Some(self.slot().done_flag()));
                 if let Some(r) = crate::progress::take_own(self.seq) {
                     self.settled = true;
+                    self.keep_world = on_core.is_none();
                     return Self::result(r);
                 }
+                if counted.is_none() {
+                    counted = s.polling();
+                }
             }
-            if self.slot.is_done() {
+            if self.slot().is_done() {
                 return self.finish();
             }
             // The clock is read every 16th poll while spinning.
             polls = polls.wrapping_add(1);
-            if polling.is_some() && polls % 16 != 0 {
+            if polling && polls % 16 != 0 {
                 continue;
             }
             let now = Instant::now();
@@ -327,8 +406,8 @@ impl<T: DeserializeOwned> Pending<T> {
                 // when the scheduler preempts us (a slice, milliseconds,
                 // every call). Not polling, we yield it to whoever
                 // produces the reply.
-                let polled_long = polling.is_some() && now + window >= spin_until + POLL_YIELD;
-                if (polling.is_none() || polled_long) && !served {
+                let polled_long = polling && now + window >= spin_until + POLL_YIELD;
+                if (!polling || polled_long) && !served {
                     std::thread::yield_now();
                 }
                 continue;
@@ -336,7 +415,8 @@ impl<T: DeserializeOwned> Pending<T> {
             if !handed_over {
                 // From now on the engine progresses for us.
                 handed_over = true;
-                if polling.take().is_some() {
+                polling = false;
+                if counted.take().is_some() {
                     if let Some(s) = &self.shared {
                         s.hand_over();
                     }
@@ -346,7 +426,7 @@ impl<T: DeserializeOwned> Pending<T> {
             let park = match deadline {
                 Some(d) => {
                     if now >= d {
-                        return if self.slot.is_done() {
+                        return if self.slot().is_done() {
                             self.finish()
                         } else {
                             Err(CallError::Timeout)
@@ -357,10 +437,10 @@ impl<T: DeserializeOwned> Pending<T> {
                 None => MAX_PARK,
             };
             if on_core.is_some() {
-                if manycore_rt::poll_once() == 0 && !self.slot.register(&waker()) {
+                if manycore_rt::poll_once() == 0 && !self.slot().register(&waker()) {
                     manycore_rt::park_current(park);
                 }
-            } else if !self.slot.register(&waker()) {
+            } else if !self.slot().register(&waker()) {
                 std::thread::park_timeout(park);
             }
         }
@@ -373,7 +453,7 @@ impl<T: DeserializeOwned> Pending<T> {
         waker: &mut impl FnMut() -> Waker,
     ) -> Result<T, CallError> {
         loop {
-            if self.slot.is_done() {
+            if self.slot().is_done() {
                 return self.finish();
             }
             let park = match deadline {
@@ -386,14 +466,14 @@ impl<T: DeserializeOwned> Pending<T> {
                 }
                 None => MAX_PARK,
             };
-            if !self.slot.register(&waker()) {
+            if !self.slot().register(&waker()) {
                 std::thread::park_timeout(park);
             }
         }
     }
 
     fn finish(&self) -> Result<T, CallError> {
-        match self.slot.take() {
+        match self.slot().take() {
             None => Err(CallError::Consumed),
             Some(r) => Self::result(r),
         }
@@ -416,7 +496,7 @@ impl<T: DeserializeOwned> Future for Pending<T> {
     type Output = Result<T, CallError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        if self.slot.register(cx.waker()) {
+        if self.slot().register(cx.waker()) {
             Poll::Ready(self.finish())
         } else {
             Poll::Pending

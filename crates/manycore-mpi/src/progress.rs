@@ -15,20 +15,20 @@
 //! and dispatches the frames in order, so a stream of one-way messages costs
 //! one MPI send and one receive per batch, not per frame.
 
+use crate::awaiting::Awaiting;
 use crate::collective::Key;
 use crate::dispatch;
 use crate::error::CallError;
 use crate::header::{Header, Kind};
 use crate::pending::Oneshot;
 use crate::raw::{OwnedRecv, OwnedSend};
-use crate::shared::{Outgoing, SeqHasher, Shared, ENGINE_CORE_FIELD};
+use crate::shared::{Outgoing, Shared, ENGINE_CORE_FIELD};
 use mpi::point_to_point::MatchedReceiveVec;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use mpi::Tag;
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, VecDeque};
-use std::hash::BuildHasherDefault;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -267,7 +267,7 @@ pub(crate) struct Progress {
     /// this lock, see `Shared::call_direct`), by sequence number: whoever
     /// receives a reply holds this lock too, so neither side takes a lock
     /// of its own for the table.
-    waiting: HashMap<u64, Arc<Oneshot>, BuildHasherDefault<SeqHasher>>,
+    waiting: Awaiting<Arc<Oneshot>>,
 }
 
 impl Progress {
@@ -303,7 +303,7 @@ impl Progress {
         };
         for (seq, r) in u.drain(..) {
             // Not here either: its caller gave up, and it is dropped.
-            if let Some(slot) = self.waiting.remove(&seq) {
+            if let Some(slot) = self.waiting.remove(seq) {
                 slot.complete(r);
             }
         }
@@ -566,7 +566,7 @@ impl Progress {
                     self.received += 1;
                     let frame = crate::header::copied(msg);
                     self.spare.push(buf);
-                    match self.waiting.remove(&h.seq) {
+                    match self.waiting.remove(h.seq) {
                         // The reply this thread polls for (its slot's flag is
                         // the one it waits on): it keeps it for itself, and
                         // stops receiving.
@@ -576,6 +576,9 @@ impl Progress {
                         {
                             let r = dispatch::reply_result(h, frame);
                             OWN.with(|o| *o.borrow_mut() = Some((h.seq, r)));
+                            // Dropped at this thread's next call, after its
+                            // send: not between the reply and the return.
+                            crate::pending::drop_later(slot);
                             break;
                         }
                         Some(slot) => slot.complete(dispatch::reply_result(h, frame)),

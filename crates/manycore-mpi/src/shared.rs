@@ -322,6 +322,12 @@ impl Shared {
         Some(g)
     }
 
+    /// Whether a waiting thread may poll MPI itself (the tuning says so
+    /// and the library lets any thread call MPI).
+    pub(crate) fn may_poll(&self) -> bool {
+        self.serialized && self.tuning.load(Ordering::Relaxed) & 1 != 0
+    }
+
     /// Marks the calling thread as polling MPI while it waits, if it may
     /// (the tuning says so and the library lets any thread call MPI);
     /// `None` if it must leave progress to the engine.
@@ -600,7 +606,6 @@ impl Shared {
             self.send(to.rank, frame, bulk);
             return Ok(None);
         }
-        let slot = Oneshot::for_this_thread();
         let mut o = Outgoing {
             to: to.rank,
             frame,
@@ -609,11 +614,12 @@ impl Shared {
         if to.rank != self.rank {
             // Posted by this thread, the call waits in the progress lock's
             // own table (no lock of its own to take, here or on reply).
-            o = match self.call_direct(o, h.seq, &slot, to.core == ENGINE_CORE) {
-                Ok(()) => return Ok(Some((h.seq, slot))),
+            o = match self.call_direct(o, h.seq, to.core == ENGINE_CORE) {
+                Ok(slot) => return Ok(Some((h.seq, slot))),
                 Err(back) => back,
             };
         }
+        let slot = Oneshot::for_this_thread();
         self.pending
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -622,20 +628,22 @@ impl Shared {
         Ok(Some((h.seq, slot)))
     }
 
-    /// Posts the call `o` (sequence number `seq`, reply into `slot`) from
-    /// this thread if it can take the progress lock, registering the slot
-    /// in [`Progress`]'s table of waiting calls under that lock: whoever
-    /// receives the reply holds the same lock. `spin`: the caller is about
-    /// to poll MPI itself for the reply (a call to an engine place), so
-    /// the send is left for its polls to reclaim and the engine is not
-    /// woken. Gives the call back if this thread may not post it.
+    /// Posts the call `o` (sequence number `seq`) from this thread if it
+    /// can take the progress lock, and registers the slot its reply goes
+    /// into in [`Progress`]'s table of waiting calls under that lock:
+    /// whoever receives the reply holds the same lock, so the slot is
+    /// taken and registered after the send, off the caller's critical
+    /// path, and still before anyone can receive the reply. `spin`: the
+    /// caller is about to poll MPI itself for the reply (a call to an
+    /// engine place), so the send is left for its polls to reclaim and the
+    /// engine is not woken. Gives the call back if this thread may not
+    /// post it.
     fn call_direct(
         self: &Arc<Self>,
         o: Outgoing,
         seq: u64,
-        slot: &Arc<Oneshot>,
         spin: bool,
-    ) -> Result<(), Outgoing> {
+    ) -> Result<Arc<Oneshot>, Outgoing> {
         let t = self.tuning();
         if !t.direct_send || crate::progress::progressing() {
             return Err(o);
@@ -647,14 +655,16 @@ impl Shared {
         // for its reply at once: its polls reclaim the send, and the
         // engine stays out of the way meanwhile.
         let quiet = spin && t.waiters_progress && o.bulk.is_none() && o.frame.len() <= 1024;
-        p.await_reply(seq, slot.clone());
         let comm = SimpleCommunicator::world();
         p.send(self, &comm, o);
+        // Under the lock still: the reply cannot have been received yet.
+        let slot = Oneshot::for_this_thread();
+        p.await_reply(seq, slot.clone());
         if quiet {
-            return Ok(());
+            return Ok(slot);
         }
         self.after_send(p);
-        Ok(())
+        Ok(slot)
     }
 
     /// [`invoke`](Self::invoke) for a caller that waits.
@@ -666,7 +676,9 @@ impl Shared {
     ) -> Pending<R> {
         let spin = to.core == ENGINE_CORE;
         match self.invoke(to, encode, bulk, false) {
-            Ok(Some((seq, slot))) => Pending::new(slot, seq, Some(self.clone()), spin),
+            Ok(Some((seq, slot))) => {
+                Pending::new(slot, seq, Some(crate::pending::world_handle(self)), spin)
+            }
             Ok(None) => Pending::failed(CallError::Consumed),
             Err(e) => Pending::failed(e),
         }
