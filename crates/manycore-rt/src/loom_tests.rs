@@ -25,7 +25,7 @@ fn receive_or_sleep(mb: &Mailbox, rx: &mut manycore_ring::packed::Consumer<Messa
             }
         }
         mb.clear_and_fence();
-        let key = mb.doorbell().prepare_wait();
+        let key = mb.prepare_sleep();
         if !rx.is_empty() {
             mb.doorbell().cancel_wait();
             full_scan = true;
@@ -56,6 +56,34 @@ fn doorbell_no_lost_wakeup() {
         });
         receive_or_sleep(&mb, &mut rx).run();
         assert!(rx.try_pop().is_some());
+        t.join().unwrap();
+    });
+}
+
+/// One sender announces two messages, one after the other, against a
+/// receiver that takes the first and sleeps again for the second: the
+/// second announce may find the doorbell rung (by the first, for the
+/// receiver's earlier sleep) and skip its wake; the receiver's re-arm in
+/// `prepare_sleep` must then see the second message, or the sender the
+/// re-armed doorbell. Both messages are received. (Preemptions bounded,
+/// to keep the model small.)
+#[test]
+fn doorbell_rung_once_per_sleep_no_lost_wakeup() {
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(3);
+    model.check(|| {
+        let mb = loom::sync::Arc::new(Mailbox::new(2));
+        let (mut tx, mut rx) = manycore_ring::packed::channel::<Message>(8).unwrap();
+        let mb2 = mb.clone();
+        let t = thread::spawn(move || {
+            for _ in 0..2 {
+                assert!(tx.try_push(Message::new(|| ())).is_ok());
+                assert!(tx.publish());
+                assert!(!mb2.announce(1));
+            }
+        });
+        receive_or_sleep(&mb, &mut rx).run();
+        receive_or_sleep(&mb, &mut rx).run();
         t.join().unwrap();
     });
 }
@@ -316,7 +344,7 @@ fn lazy_ring_first_message_no_lost_wakeup() {
                 }
             }
             mb.clear_and_fence();
-            let key = mb.doorbell().prepare_wait();
+            let key = mb.prepare_sleep();
             if rings.has_work(&table) {
                 mb.doorbell().cancel_wait();
                 full_scan = true;
@@ -375,7 +403,7 @@ fn two_first_messages_no_lost_wakeup() {
                 break;
             }
             mb.clear_and_fence();
-            let key = mb.doorbell().prepare_wait();
+            let key = mb.prepare_sleep();
             if rings.has_work(&table) {
                 mb.doorbell().cancel_wait();
                 full_scan = true;

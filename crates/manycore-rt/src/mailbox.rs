@@ -7,7 +7,7 @@
 //! doc says who writes it, with what ordering, and what that pairs with.
 
 use manycore_sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use manycore_sync::{CachePadded, EventCount};
+use manycore_sync::{CachePadded, EventCount, WaitKey};
 
 /// One destination core's mailbox. Senders read it after every publish; it
 /// is written only when the receiver goes to sleep (the doorbell's waiter
@@ -61,6 +61,19 @@ struct Inner {
     /// notify is never lost, even if it lands just before the receiver
     /// announces its sleep.
     notified: AtomicBool,
+    /// A sender has rung the doorbell since the receiver last announced a
+    /// sleep: later senders need not ring it again. Set by a sender in
+    /// `announce` (a `swap(true, AcqRel)`, only when it saw a waiter after
+    /// its fence); the one whose swap returned false bumps the epoch and
+    /// wakes. Cleared by the receiver in `prepare_sleep` (a `swap(false,
+    /// AcqRel)` after the fence of `prepare_wait` and after it took its
+    /// key, before its re-check). Every write is a swap, so a receiver's
+    /// clear that reads a sender's `true` synchronises with that sender
+    /// (its message is then seen by the re-check), and a sender that reads
+    /// the clear (or a later `true` of a sender that read it) knows that a
+    /// bump made after the receiver's key wakes it. See "No wakeup is
+    /// lost" in `README.md`.
+    rung: AtomicBool,
 }
 
 impl Mailbox {
@@ -73,6 +86,7 @@ impl Mailbox {
                 closed: AtomicBool::new(false),
                 urgent: AtomicU64::new(0),
                 notified: AtomicBool::new(false),
+                rung: AtomicBool::new(false),
             }),
         }
     }
@@ -92,8 +106,26 @@ impl Mailbox {
         if w.load(Ordering::Relaxed) & bit == 0 {
             w.fetch_or(bit, Ordering::Relaxed);
         }
-        self.inner.doorbell.notify_one_after_fence();
+        // Ring only if no sender has rung since the receiver announced:
+        // while a woken receiver has not run yet (its waiter count still
+        // up), every further send would otherwise pay a `futex_wake`.
+        if self.inner.doorbell.has_waiters() && !self.inner.rung.swap(true, Ordering::AcqRel) {
+            self.inner.doorbell.notify_all_after_fence();
+        }
         self.inner.closed.load(Ordering::Relaxed)
+    }
+
+    /// Receiver: announces a sleep on the doorbell (`prepare_wait`: waiters
+    /// += 1, `fence(SeqCst)`, the key) and re-arms the senders' ring
+    /// (`rung`). The caller then re-checks its work and finishes the wait
+    /// (`wait`, `wait_timeout` or `cancel_wait` on the doorbell).
+    #[inline]
+    pub(crate) fn prepare_sleep(&self) -> WaitKey {
+        let key = self.inner.doorbell.prepare_wait();
+        // AcqRel; a sender's `true` read here makes its message visible to
+        // the re-check that follows.
+        self.inner.rung.swap(false, Ordering::AcqRel);
+        key
     }
 
     /// Number of 64-bit words in the bitmap.

@@ -5,7 +5,10 @@
 //! calls, 4 cores). Policies alternate within the run; prints one line per
 //! repetition and policy: time, ns per operation, core sleeps.
 //!
-//! `cargo run --release -p manycore-probes --bin owq -- pb|os [reps] [clients]`
+//! `cargo run --release -p manycore-probes --bin owq -- pb|os [reps] [clients] [hsp] [t]`
+//! (the fourth argument picks the policies by their first letters; `t`
+//! runs each repetition's client on a fresh thread, as the bench does).
+//! Each line also gives the client thread's context switches.
 
 use manycore_rt::{IdlePolicy, Invocation, Remote, Runtime};
 use std::collections::{HashMap, VecDeque};
@@ -109,6 +112,23 @@ fn os(sh: &[Remote<Map>], ops: &[(bool, u64)], clients: usize) -> Duration {
     t0.elapsed()
 }
 
+/// The calling thread's voluntary and involuntary context switches (a
+/// park or futex wait is voluntary; a yield that switched, or a
+/// preemption, involuntary).
+fn ctxt() -> (u64, u64) {
+    let s = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+    let get = |k: &str| {
+        s.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (
+        get("voluntary_ctxt_switches:"),
+        get("nonvoluntary_ctxt_switches:"),
+    )
+}
+
 fn main() {
     let a: Vec<String> = std::env::args().collect();
     let mode = a.get(1).map_or("pb", |s| s.as_str()).to_string();
@@ -127,28 +147,51 @@ fn main() {
     if cores <= 2 {
         pols.push(("poll", IdlePolicy::Poll));
     }
-    if a.get(4).is_some_and(|s| s == "h") {
-        pols.truncate(1);
+    // Policies: "h" hybrid only, or any of the letters h, s, p.
+    if let Some(sel) = a.get(4) {
+        if sel == "h" {
+            pols.truncate(1);
+        } else {
+            pols.retain(|(n, _)| sel.contains(&n[..1]));
+        }
     }
+    // "t": each repetition on a fresh thread, as the bench runs its rows.
+    let fresh = a.get(5).is_some_and(|s| s == "t");
     let mut res: HashMap<&str, Vec<f64>> = HashMap::new();
     for _ in 0..reps {
         for &(name, p) in &pols {
             let rt = Runtime::builder().cores(cores).idle(p).build().unwrap();
             let sh = shards(&rt, cores);
             let s0: u64 = rt.stats().iter().map(|s| s.sleeps).sum();
-            let d = if mode == "pb" {
-                pb(&rt, &sh, &w)
+            let run = || {
+                // getppid marks the timed region for `perf record -e
+                // syscalls:sys_enter_getppid` (with the futex calls, say).
+                let _ = std::os::unix::process::parent_id();
+                let c0 = ctxt();
+                let d = if mode == "pb" {
+                    pb(&rt, &sh, &w)
+                } else {
+                    os(&sh, &w, clients)
+                };
+                let c1 = ctxt();
+                let _ = std::os::unix::process::parent_id();
+                (d, (c1.0 - c0.0, c1.1 - c0.1))
+            };
+            let (d, cs) = if fresh {
+                std::thread::scope(|s| s.spawn(run).join().unwrap())
             } else {
-                os(&sh, &w, clients)
+                run()
             };
             let s1: u64 = rt.stats().iter().map(|s| s.sleeps).sum();
             let per = if mode == "pb" { nops } else { nops / clients };
             let ns = d.as_nanos() as f64 / per as f64;
             println!(
-                "{mode} {name:7} {:8.2} ms {:9.1} ns/op  sleeps {}",
+                "{mode} {name:7} {:8.2} ms {:9.1} ns/op  sleeps {}  client ctxt vol {} invol {}",
                 d.as_secs_f64() * 1e3,
                 ns,
-                s1 - s0
+                s1 - s0,
+                cs.0,
+                cs.1
             );
             res.entry(name).or_default().push(ns);
             drop(sh);

@@ -110,7 +110,7 @@ impl CoreLocal {
         self.publish_deferred();
         let mb = self.mailbox();
         mb.clear_and_fence();
-        let key = mb.doorbell().prepare_wait();
+        let key = mb.prepare_sleep();
         if self.has_work()
             || done()
             || mb.take_notified()
