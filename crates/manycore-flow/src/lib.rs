@@ -127,7 +127,9 @@ pub use instance::{AnySlot, Instance, Slot};
 pub use mode::{ContinuesTo, Kernel, KernelInterface, Mode, ModeKind, User};
 pub use outcome::Outcome;
 pub use raw::inputs::{Inputs, IntoIter as InputsIntoIter};
-pub use reactor::{pipe, Backend, Device, IoError, IoResult, Issuer, Reactor, ReactorStats};
+pub use reactor::{
+    eventfd, pipe, Backend, Device, IoError, IoResult, Issuer, Reactor, ReactorStats,
+};
 pub use template::Template;
 
 /// Instances pending (created, not yet fired, or waiting at a gate's queue)

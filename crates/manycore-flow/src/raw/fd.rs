@@ -161,3 +161,21 @@ pub(crate) fn pipe_end(fd: BorrowedFd<'_>) -> Option<(u64, u64, bool)> {
         _ => None,
     }
 }
+
+/// Whether `fd` is an eventfd, and if so whether a read drains it: `None`
+/// for anything else; `Some(true)` for an eventfd that the kernel reports
+/// in counter mode (a read returns the whole count and leaves it 0, so a
+/// read that went through left it empty); `Some(false)` for one in
+/// semaphore mode, or whose mode the kernel does not report.
+pub(crate) fn eventfd_mode(fd: BorrowedFd<'_>) -> Option<bool> {
+    let info = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", fd.as_raw_fd())).ok()?;
+    let mut lines = info.lines();
+    if !lines.clone().any(|l| l.starts_with("eventfd-count:")) {
+        return None;
+    }
+    let drains = lines.any(|l| {
+        l.strip_prefix("eventfd-semaphore:")
+            .is_some_and(|v| v.trim() == "0")
+    });
+    Some(drains)
+}

@@ -551,8 +551,8 @@ impl Drop for Owner {
 /// from the reactor's epoll instance: the reactor thread, or an issuer
 /// that polls the instance after a request of its own went through (as a
 /// write to one device is what makes another ready; a write to a pipe
-/// whose read end is a device of the same reactor serves that end's reads
-/// straight after it). A read of a device known to be empty is parked
+/// whose read end is a device of the same reactor, or to an eventfd
+/// device, serves that end's or that eventfd's reads straight after it). A read of a device known to be empty is parked
 /// without the system call. A read of a pipe
 /// asks the kernel for a few bytes more than requested, to tell the pipe
 /// empty: bytes beyond the request are kept by the device and answer its
@@ -643,8 +643,8 @@ impl Device {
                     sh.ring_wake();
                 }
             } else {
-                // A write to a pipe whose read end is a port serves that
-                // end here (its edge is left for the next poll). The poll is
+                // A write to a pipe whose read end is a port (or to an
+                // eventfd) serves that end here (its edge is left for the next poll). The poll is
                 // then needed only to keep the reactor out of the instance
                 // (once per lease) or for requests that wait for an edge.
                 let fed = write && p.feed(&sh.counters.direct, &sh.parked);
@@ -691,4 +691,12 @@ impl Drop for Device {
 /// registered as a device (`File::from` makes the other a plain file).
 pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     crate::raw::fd::pipe()
+}
+
+/// An eventfd (counter 0, counter mode, close-on-exec), to register as a
+/// device: 8-byte reads take the count (and leave it 0), 8-byte writes add
+/// to it. Registered once and used for both directions, its writes feed
+/// its parked reads on the writer's thread.
+pub fn eventfd() -> io::Result<OwnedFd> {
+    crate::raw::fd::eventfd(false)
 }

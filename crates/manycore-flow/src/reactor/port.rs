@@ -47,6 +47,15 @@
 //! no edge it leaves the write's edge for whoever polls next, which serves
 //! the port again); it saves the issuer the poll that would have found
 //! the edge, when no other parked request needs one (`Parked::alone`).
+//! An eventfd is its own peer: once a write was made through its port,
+//! an issuer whose write to it went through serves the port itself (its
+//! reads) the same way. Only writes through the same port feed it: an
+//! eventfd registered twice (two fds of one open file) is two unlinked
+//! ports, whose reads wait for edges.
+//!
+//! A read of an eventfd in counter mode that went through leaves it known
+//! empty, as a short read of a pipe does: it returned the whole count and
+//! left it 0, and any later write raises an edge.
 
 use super::request::{self, errno, Answer, Queues, Req, Tally};
 use super::IoError;
@@ -66,7 +75,8 @@ pub(crate) struct Parked {
     pub(crate) all: AtomicUsize,
     /// Those that only an edge taken from the epoll instance serves: all
     /// but the reads parked at the read end of a pipe whose write end is a
-    /// port too (its writers feed it, `Port::feed`).
+    /// port too, or at an eventfd written through its port (its writers
+    /// feed it, `Port::feed`).
     pub(crate) alone: AtomicUsize,
     /// The reactor thread is out of the epoll instance (deferring to the
     /// issuers, `lease.rs`), which it may be only while `alone` is 0.
@@ -129,7 +139,12 @@ pub(crate) struct Port {
     end: Option<(u64, u64, bool)>,
     /// A write end's read end, if that is a port of the same reactor.
     peer: OnceLock<Weak<Port>>,
-    /// A read end whose write end is a port of the same reactor.
+    /// An eventfd (`raw::fd::eventfd_mode`): its own writes make its reads
+    /// possible, so its writers feed it (`Port::feed`). True: a read that
+    /// went through drained it (counter mode).
+    eventfd: Option<bool>,
+    /// A read end whose write end is a port of the same reactor, or an
+    /// eventfd written through its port: its writers feed its reads.
     fed: AtomicBool,
     state: Mutex<State>,
 }
@@ -149,10 +164,15 @@ impl Port {
     pub(crate) fn new(fd: OwnedFd) -> Self {
         let pipe = crate::raw::fd::is_stream_pipe(fd.as_fd());
         let end = crate::raw::fd::pipe_end(fd.as_fd());
+        let eventfd = match end {
+            Some(_) => None,
+            None => crate::raw::fd::eventfd_mode(fd.as_fd()),
+        };
         Self {
             fd,
             pipe,
             end,
+            eventfd,
             peer: OnceLock::new(),
             fed: AtomicBool::new(false),
             state: Mutex::new(State {
@@ -191,8 +211,13 @@ impl Port {
 
     /// An issuer whose write to this port went through: if this is the
     /// write end of a pipe whose read end is a port, serves the read end
-    /// here, taking no edge. Returns whether it did.
+    /// here, taking no edge; if it is an eventfd, serves this port itself.
+    /// Returns whether it did.
     pub(crate) fn feed(&self, tally: &Tally, parked: &Parked) -> bool {
+        if self.eventfd.is_some() {
+            self.serve(tally, parked);
+            return true;
+        }
         match self.peer.get().and_then(Weak::upgrade) {
             Some(r) => {
                 r.serve(tally, parked);
@@ -211,6 +236,14 @@ impl Port {
     /// the parked requests of the reactor.
     pub(crate) fn submit(&self, mut req: Req, tally: &Tally, parked: &Parked) -> Submitted {
         request::add(&tally.requests, 1);
+        // An eventfd written through its port: from now on its writers
+        // feed its reads (a read parked before this still counts alone).
+        if self.eventfd.is_some()
+            && matches!(req, Req::Write { .. })
+            && !self.fed.load(Ordering::Relaxed)
+        {
+            self.fed.store(true, Ordering::Relaxed);
+        }
         let mut st = self.lock();
         let answer = if let Some(e) = st.closed {
             Answer::Failed(e)
@@ -341,8 +374,10 @@ impl Port {
                 let mut buf = Vec::with_capacity(ask);
                 let r = crate::raw::fd::read(fd, &mut buf);
                 // Less than asked (but not the end of the stream) from a
-                // pipe: it is empty now.
-                st.empty = matches!(r, Ok(n) if self.pipe && n > 0 && n < ask);
+                // pipe, or any count from an eventfd that a read drains:
+                // it is empty now.
+                st.empty = matches!(r, Ok(n) if self.pipe && n > 0 && n < ask)
+                    || (self.eventfd == Some(true) && matches!(r, Ok(1..)));
                 if buf.len() > len {
                     st.ahead.extend_from_slice(&buf[len..]);
                     buf.truncate(len);

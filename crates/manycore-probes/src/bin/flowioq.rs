@@ -9,18 +9,25 @@
 //! The set-up and the round trips are the bench's own (`FlowPingPong`,
 //! under the epoll backend).
 //!
-//! `cargo run --release -p manycore-probes --bin flowioq -- [SECS=3]`
+//! With `eventfd` as the second argument, the bench's eventfd variant
+//! (two eventfds, each one device both parties use).
+//!
+//! `cargo run --release -p manycore-probes --bin flowioq -- [SECS=3] [eventfd]`
 
 use manycore_cli::benches::flow::reactor::FlowPingPong;
 use manycore_flow::Backend;
-use manycore_probes::arg;
+use manycore_probes::{arg, arg_str};
 use std::time::{Duration, Instant};
 
 const BATCH: u64 = 2_000;
 
 fn main() {
     let secs: f64 = arg(1, 3.0);
-    let pp = FlowPingPong::new(Backend::Epoll).expect("set-up");
+    let pp = match arg_str(2).as_deref() {
+        Some("eventfd") => FlowPingPong::eventfds(Backend::Epoll),
+        _ => FlowPingPong::new(Backend::Epoll),
+    }
+    .expect("set-up");
     let before = pp.stats();
     let (mut per, mut rounds) = (Vec::new(), 0u64);
     let end = Instant::now() + Duration::from_secs_f64(secs);

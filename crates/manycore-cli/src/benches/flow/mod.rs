@@ -37,7 +37,9 @@
 //! * `reactor`: `ping_pong` / `flow-epoll`, `flow-io_uring` (where the
 //!   kernel allows it), `epoll-loop`, `epoll-2threads` / `median` (us per
 //!   round trip, `reactor.rs`); `ratio` / `reactor flow-epoll/epoll-loop`,
-//!   `reactor flow-epoll/epoll-2threads` / `median` (x).
+//!   `reactor flow-epoll/epoll-2threads` / `median` (x); the same over two
+//!   eventfds: `ping_pong` / `flow-epoll-eventfd`, `epoll-loop-eventfd`,
+//!   `ratio` / `reactor flow-epoll-eventfd/epoll-loop-eventfd`.
 //!
 //! Every figure is a median over repetitions, the rows of a part
 //! interleaved within each repetition. Every run is bounded in time; a row
@@ -402,10 +404,20 @@ fn ping_pong(o: &Options, progress: &Progress, out: &mut Vec<Record>) {
         Ok(t) => rows.push(("epoll-2threads".into(), Box::new(move |n| t.batch(n)))),
         Err(e) => progress.println(&format!("flow: reactor epoll-2threads: {e}")),
     }
+    // The pipe rows keep their time; the eventfd rows come on top.
+    let pipe_rows = rows.len();
+    match reactor::FlowPingPong::eventfds(Backend::Epoll) {
+        Ok(f) => rows.push(("flow-epoll-eventfd".into(), Box::new(move |n| f.batch(n)))),
+        Err(e) => progress.println(&format!("flow: reactor flow-epoll-eventfd: {e}")),
+    }
+    match reactor::EpollLoop::eventfds() {
+        Ok(l) => rows.push(("epoll-loop-eventfd".into(), Box::new(move |n| l.batch(n)))),
+        Err(e) => progress.println(&format!("flow: reactor epoll-loop-eventfd: {e}")),
+    }
     if rows.is_empty() {
         return;
     }
-    let plan = Plan::throughput(o.secs * 0.5 / rows.len() as f64, o.reps);
+    let plan = Plan::throughput(o.secs * 0.5 / pipe_rows.max(1) as f64, o.reps);
     for (name, s) in interleave("reactor", plan, &mut rows, progress) {
         out.extend(
             s.median_ns()
@@ -419,6 +431,10 @@ fn ping_pong(o: &Options, progress: &Progress, out: &mut Vec<Record>) {
             let imp = format!("reactor flow-epoll/{peer}");
             out.push(BENCH.record("ratio", &imp, "median", r, "x"));
         }
+    }
+    let (f, l) = ("flow-epoll-eventfd", "epoll-loop-eventfd");
+    if let Some(r) = ratio(find(out, "ping_pong", f, "median"), find(out, "ping_pong", l, "median")) {
+        out.push(BENCH.record("ratio", &format!("reactor {f}/{l}"), "median", r, "x"));
     }
 }
 
@@ -777,6 +793,19 @@ fn targets(recs: &[Record]) -> Vec<Target> {
             find(recs, "ratio", "reactor flow-epoll/epoll-loop", "median"),
             1.2,
         ));
+        let r = find(
+            recs,
+            "ratio",
+            "reactor flow-epoll-eventfd/epoll-loop-eventfd",
+            "median",
+        );
+        if r.is_some() {
+            v.push(at_most(
+                "reactor ping-pong over eventfds, flow (epoll) / epoll loop",
+                r,
+                1.2,
+            ));
+        }
     }
     v
 }

@@ -9,6 +9,10 @@
 //! * [`EpollLoop`]: the hand-written event loop: one thread, one epoll
 //!   set watching both pipes' read ends, A's and B's handlers called from
 //!   the loop.
+//! * The same two with two eventfds instead of the pipes
+//!   ([`FlowPingPong::eventfds`], [`EpollLoop::eventfds`]): A writes
+//!   eventfd 1 and waits for eventfd 2, B the reverse; each eventfd is one
+//!   device (one fd in the loop's set) that both parties use.
 //! * [`EpollThreads`]: A and B as two threads, each waiting in an epoll of
 //!   its own (each hop wakes the other thread, as each of the flow
 //!   version's hops wakes the reactor or the core).
@@ -28,6 +32,10 @@ use crate::measure::PARTNER_TIMEOUT;
 
 fn pipe() -> Result<(OwnedFd, OwnedFd), String> {
     manycore_flow::pipe().map_err(|e| format!("pipe: {e}"))
+}
+
+fn eventfd() -> Result<OwnedFd, String> {
+    manycore_flow::eventfd().map_err(|e| format!("eventfd: {e}"))
 }
 
 /// The flow version: a one-core runtime, a reactor and the four pipe ends
@@ -56,12 +64,28 @@ impl FlowPingPong {
             .build()
             .map_err(|e| format!("runtime: {e}"))?;
         let reactor = Reactor::with_backend(backend).map_err(|e| format!("reactor: {e}"))?;
-        Self::with(rt, reactor, backend)
+        Self::with(rt, reactor, backend, false)
+    }
+
+    /// The same through two eventfds, each registered once and used by
+    /// both parties (A writes 1 and reads 2, B reads 1 and writes 2).
+    pub fn eventfds(backend: Backend) -> Result<Self, String> {
+        let rt = Runtime::builder()
+            .cores(1)
+            .build()
+            .map_err(|e| format!("runtime: {e}"))?;
+        let reactor = Reactor::with_backend(backend).map_err(|e| format!("reactor: {e}"))?;
+        Self::with(rt, reactor, backend, true)
     }
 
     /// The rest of [`new`](Self::new): on an error, `rt` and `reactor`
     /// are shut down before it returns.
-    fn with(rt: Runtime, reactor: Reactor, backend: Backend) -> Result<Self, String> {
+    fn with(
+        rt: Runtime,
+        reactor: Reactor,
+        backend: Backend,
+        eventfds: bool,
+    ) -> Result<Self, String> {
         let stop = |rt: &Runtime, reactor: &Reactor| {
             reactor.shutdown();
             rt.shutdown();
@@ -71,14 +95,19 @@ impl FlowPingPong {
             return Err(format!("{backend:?} refused here"));
         }
         let devices = (|| {
-            let (p1r, p1w) = pipe()?;
-            let (p2r, p2w) = pipe()?;
             let reg = |fd: OwnedFd| {
                 reactor
                     .register(fd)
                     .map(Arc::new)
                     .map_err(|e| format!("register: {e}"))
             };
+            if eventfds {
+                let e1 = reg(eventfd()?)?;
+                let e2 = reg(eventfd()?)?;
+                return Ok::<_, String>(((e1.clone(), e2.clone()), (e1, e2)));
+            }
+            let (p1r, p1w) = pipe()?;
+            let (p2r, p2w) = pipe()?;
             Ok::<_, String>(((reg(p1w)?, reg(p2r)?), (reg(p1r)?, reg(p2w)?)))
         })();
         let (a, (b_in, b_out)) = match devices {
@@ -249,6 +278,9 @@ pub struct EpollLoop {
     ep: Epoll,
     p1: (File, File),
     p2: (File, File),
+    /// Added to the round number A writes (an eventfd write of 0 makes
+    /// nothing readable).
+    base: u64,
 }
 
 impl EpollLoop {
@@ -263,6 +295,24 @@ impl EpollLoop {
             ep,
             p1: (File::from(p1r), File::from(p1w)),
             p2: (File::from(p2r), File::from(p2w)),
+            base: 0,
+        })
+    }
+
+    /// The same over two eventfds (each one fd in the set, read and
+    /// written through it: the second `File` of a pair is a dup).
+    pub fn eventfds() -> Result<Self, String> {
+        let ep = Epoll::new()?;
+        let e1 = File::from(eventfd()?);
+        let e2 = File::from(eventfd()?);
+        ep.add(e1.as_fd(), TAG_B)?;
+        ep.add(e2.as_fd(), TAG_A)?;
+        let dup = |f: &File| f.try_clone().map_err(|e| format!("dup: {e}"));
+        Ok(Self {
+            ep,
+            p1: (dup(&e1)?, e1),
+            p2: (dup(&e2)?, e2),
+            base: 1,
         })
     }
 
@@ -271,7 +321,9 @@ impl EpollLoop {
         let io = |e: std::io::Error| format!("epoll loop: {e}");
         let (mut buf, mut tags, mut done) = ([0u8; 8], Vec::new(), 0u64);
         let t0 = Instant::now();
-        (&self.p1.1).write_all(&0u64.to_le_bytes()).map_err(io)?;
+        (&self.p1.1)
+            .write_all(&self.base.to_le_bytes())
+            .map_err(io)?;
         while done < n {
             self.ep.wait(&mut tags, PARTNER_TIMEOUT)?;
             if tags.is_empty() {
@@ -285,7 +337,9 @@ impl EpollLoop {
                     (&self.p2.0).read_exact(&mut buf).map_err(io)?;
                     done += 1;
                     if done < n {
-                        (&self.p1.1).write_all(&done.to_le_bytes()).map_err(io)?;
+                        (&self.p1.1)
+                            .write_all(&(done + self.base).to_le_bytes())
+                            .map_err(io)?;
                     }
                 }
             }
@@ -381,6 +435,13 @@ mod tests {
         }
         drop(f);
         let l = EpollLoop::new().unwrap();
+        assert!(l.batch(100).is_ok());
+        let f = FlowPingPong::eventfds(Backend::Epoll).unwrap();
+        for n in [1, 100] {
+            assert!(f.batch(n).is_ok());
+        }
+        drop(f);
+        let l = EpollLoop::eventfds().unwrap();
         assert!(l.batch(100).is_ok());
         let t = EpollThreads::new().unwrap();
         assert!(t.batch(100).is_ok());
