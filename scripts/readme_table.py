@@ -97,7 +97,7 @@ if fl("local_fire", "flow") is not None:
     rows.append(("dataflow: fire a local instance", ns(fl("local_fire", "flow")), f"Core::spawn {ns(fl('local_fire', 'core-spawn'))}", "<= 50 ns"))
     rows.append(("dataflow: cross-core signal", f"{ns(fl('cross_core', 'flow-signal'))} ({fl('ratio', 'cross flow-signal/core-spawn'):.1f}x)", f"Core::spawn {ns(fl('cross_core', 'core-spawn'))}", "<= 1.5x spawn"))
     rows.append(("dataflow: tree graph, per node", f"{ns(fl('graph', 'flow', 'per_node'))}", f"tokio {ns(fl('graph', 'tokio', 'per_node'))}, dagx {ns(fl('graph', 'dagx', 'per_node'))}, rayon scope {ns(fl('graph', 'rayon-scope', 'per_node'))}", "<= 0.5x tokio, dagx"))
-    rows.append(("dataflow: eventfd ping-pong through the reactor", f"{us(fl('ping_pong', 'flow-epoll'))} ({fl('ratio', 'reactor flow-epoll/epoll-loop'):.1f}x)", f"hand-written epoll loop {us(fl('ping_pong', 'epoll-loop'))}", "<= 1.2x epoll loop"))
+    rows.append(("dataflow: ping-pong over two pipes through the reactor", f"{us(fl('ping_pong', 'flow-epoll'))} ({fl('ratio', 'reactor flow-epoll/epoll-loop'):.1f}x)", f"hand-written epoll loop {us(fl('ping_pong', 'epoll-loop'))}", "<= 1.2x epoll loop"))
     if fl('ping_pong', 'flow-epoll-eventfd') is not None and fl('ratio', 'reactor flow-epoll-eventfd/epoll-loop-eventfd') is not None:
         rows.append(("dataflow: ping-pong over two eventfds through the reactor", f"{us(fl('ping_pong', 'flow-epoll-eventfd'))} ({fl('ratio', 'reactor flow-epoll-eventfd/epoll-loop-eventfd'):.1f}x)", f"hand-written epoll loop {us(fl('ping_pong', 'epoll-loop-eventfd'))}", "<= 1.2x epoll loop"))
 cases = sorted({r["case"] for r in recs if r["bench"] == "steal" and r["impl"] == "manycore" and r["metric"] == "T2"},
