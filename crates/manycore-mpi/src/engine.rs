@@ -410,6 +410,10 @@ fn bounded(sh: &Shared, park: Duration) -> Duration {
 
 /// The progress lock for the engine: taken if free (or if only the engine
 /// ever takes it); `None` while a waiting thread holds it.
-fn lock(sh: &Shared) -> Option<manycore_sync::TryLockGuard<'_, Progress>> {
-    sh.mpi.try_lock()
+fn lock(sh: &Shared) -> Option<std::sync::MutexGuard<'_, Progress>> {
+    match sh.mpi.try_lock() {
+        Ok(g) => Some(g),
+        Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
 }

@@ -1,8 +1,7 @@
 //! Progress: what turns queued frames into MPI sends and MPI arrivals into
-//! dispatches. Each rank has one [`Progress`] behind a lock that is only
-//! ever tried (`Shared::mpi`, a `manycore_sync::TryLock`: nobody sleeps on
-//! it, so it releases with a plain store); the thread that holds the lock
-//! is the only one calling MPI. The library is initialized with `Threading::Serialized`, which
+//! dispatches. Each rank has one [`Progress`] behind a mutex
+//! (`Shared::mpi`); the thread that holds the lock is the only one calling
+//! MPI. The library is initialized with `Threading::Serialized`, which
 //! promises exactly that (any thread, one MPI call at a time), so the lock
 //! may be held by the progress engine or by any thread that would otherwise
 //! wait: a caller waiting for its reply, a rank waiting in a collective.

@@ -13,12 +13,11 @@ use crate::progress::{Progress, Tuning};
 use crate::registry::Registry;
 use crate::worker::JoinInbox;
 use manycore_rt::Runtime;
-use manycore_sync::{TryLock, TryLockGuard};
 use mpi::topology::SimpleCommunicator;
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock, TryLockError};
 use std::thread::Thread;
 use std::time::Duration;
 
@@ -73,10 +72,8 @@ pub(crate) struct Shared {
     pub(crate) rt: Runtime,
     pub(crate) registry: &'static Registry,
     pub(crate) timeout: Option<Duration>,
-    /// The rank's MPI state; whoever holds this lock may call MPI. Only
-    /// ever tried (a thread that finds it taken polls or parks and looks
-    /// again), so a lock that releases with a plain store.
-    pub(crate) mpi: TryLock<Progress>,
+    /// The rank's MPI state; whoever holds this lock may call MPI.
+    pub(crate) mpi: Mutex<Progress>,
     /// The library lets any thread call MPI, one at a time
     /// (`Threading::Serialized` or better); else only the engine does.
     pub(crate) serialized: bool,
@@ -209,7 +206,7 @@ impl Shared {
             rt,
             registry,
             timeout,
-            mpi: TryLock::new(Progress::default()),
+            mpi: Mutex::new(Progress::default()),
             serialized,
             tuning: AtomicU8::new(0),
             poll_us: AtomicU32::new(0),
@@ -310,11 +307,15 @@ impl Shared {
 
     /// The progress lock, if this thread may take it now: the library lets
     /// any thread call MPI, nobody else holds it, and MPI is still up.
-    pub(crate) fn try_progress(&self) -> Option<TryLockGuard<'_, Progress>> {
+    pub(crate) fn try_progress(&self) -> Option<MutexGuard<'_, Progress>> {
         if !self.serialized {
             return None;
         }
-        let g = self.mpi.try_lock()?;
+        let g = match self.mpi.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
         if self.engine_gone.load(Ordering::Acquire) {
             return None;
         }
@@ -458,7 +459,7 @@ impl Shared {
     /// after the lock is released. A short send is usually done at once:
     /// then the engine need not be woken (a wakeup is a system call here,
     /// and a thread that may preempt a spinning one there).
-    fn after_send(&self, mut p: TryLockGuard<'_, Progress>) {
+    fn after_send(&self, mut p: MutexGuard<'_, Progress>) {
         p.reclaim();
         let sending = p.sending();
         drop(p);

@@ -10,7 +10,6 @@
 //!   last adapting to the gaps it sees and to how many threads are awake
 //!   ([`Awake`]). Nothing in manycore spins
 //!   without a bound: on a virtual machine the partner may not be running.
-//! * [`TryLock`]: a lock that is only tried, released with a plain store.
 //! * [`EventCount`]: a futex-backed doorbell (Folly's EventCount protocol) with a
 //!   process-private and a process-shared flavour ([`SharedEventCount`]).
 //! * [`cpu`]: the process's original CPU set, read once before `main`, and
@@ -62,7 +61,6 @@ mod cache_padded;
 pub mod cpu;
 mod event_count;
 mod raw;
-mod try_lock;
 
 #[cfg(all(test, loom))]
 mod loom_tests;
@@ -71,7 +69,6 @@ pub use adaptive_spin::{AdaptiveSpin, AsleepGuard, Awake, AwakeGuard, GapPredict
 pub use backoff::{Backoff, SpinBudget};
 pub use cache_padded::CachePadded;
 pub use event_count::{EventCount, Private, Shared, SharedEventCount, Sharing, WaitKey};
-pub use try_lock::{TryLock, TryLockGuard};
 
 /// Atomics: `std::sync::atomic` normally, `loom::sync::atomic` under `--cfg loom`.
 pub mod atomic {

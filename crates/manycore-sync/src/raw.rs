@@ -1,6 +1,5 @@
 //! All of manycore-sync's `unsafe`: the futex system call, CPU affinity, and
-//! the libc queries behind `cpu` (thread id, current CPU, process CPU time),
-//! and the value of a [`TryLock`](crate::TryLock) through its guard.
+//! the libc queries behind `cpu` (thread id, current CPU, process CPU time).
 
 #[cfg(not(loom))]
 use std::sync::atomic::AtomicU32;
@@ -116,44 +115,4 @@ pub(crate) fn process_cpu_time() -> Duration {
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
     tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
-// The value of a `TryLock`, through its guard.
-
-use crate::try_lock::{TryLock, TryLockGuard};
-
-// SAFETY: the lock hands the value to one guard at a time (the `try_lock`
-// module's invariant), so it can be sent to and used from any thread when
-// `T` can be sent; sharing the lock never shares a `&T` between threads
-// at once.
-unsafe impl<T: Send> Send for TryLock<T> {}
-// SAFETY: as above: `&TryLock<T>` gives access to the value only through
-// the one guard, so `T: Send` suffices (as for `std::sync::Mutex`).
-unsafe impl<T: Send> Sync for TryLock<T> {}
-
-impl<T> std::ops::Deref for TryLockGuard<'_, T> {
-    type Target = T;
-    #[inline]
-    fn deref(&self) -> &T {
-        #[cfg(not(loom))]
-        // SAFETY: this guard is the only one (the lock's invariant) and
-        // lives as long as the borrow; no other access to the value exists.
-        return unsafe { &*self.lock.value.get() };
-        #[cfg(loom)]
-        // SAFETY: as above; `access` is loom's record of this guard's access.
-        return unsafe { self.access.deref() };
-    }
-}
-
-impl<T> std::ops::DerefMut for TryLockGuard<'_, T> {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut T {
-        #[cfg(not(loom))]
-        // SAFETY: this guard is the only one and is borrowed mutably, so
-        // this is the only reference to the value.
-        return unsafe { &mut *self.lock.value.get() };
-        #[cfg(loom)]
-        // SAFETY: as above; `access` is loom's record of this guard's access.
-        return unsafe { self.access.deref() };
-    }
 }
