@@ -89,6 +89,25 @@ pub(crate) fn world_handle(sh: &Arc<Shared>) -> Arc<Shared> {
         .unwrap_or_else(|| sh.clone())
 }
 
+/// Gives back what this thread kept of `sh`'s calls (its last world
+/// handle and the slot references waiting for its next call): a thread
+/// that finalizes its world keeps no reference to it.
+pub(crate) fn release_kept(sh: &Arc<Shared>) {
+    let kept = WORLD
+        .try_with(|w| {
+            let mut w = w.borrow_mut();
+            if w.as_ref().is_some_and(|k| Arc::ptr_eq(k, sh)) {
+                w.take()
+            } else {
+                None
+            }
+        })
+        .ok()
+        .flatten();
+    drop(kept);
+    let _ = LATER.try_with(|l| l.borrow_mut().clear());
+}
+
 impl Oneshot {
     /// An empty slot for a call this thread makes: the slot of its last
     /// call, emptied, if nothing holds that any more (the reply is in and
@@ -501,5 +520,33 @@ impl<T: DeserializeOwned> Future for Pending<T> {
         } else {
             Poll::Pending
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::Registry;
+    use manycore_rt::Runtime;
+
+    fn world() -> Arc<Shared> {
+        let rt = Runtime::builder().cores(1).build().unwrap();
+        let registry: &'static Registry =
+            Box::leak(Box::new(Registry::from_entries(vec![]).unwrap()));
+        Arc::new(Shared::new(0, 1, rt, registry, None, false))
+    }
+
+    #[test]
+    fn a_finalizing_thread_keeps_nothing_of_its_world() {
+        let (mine, other) = (world(), world());
+        WORLD.with(|w| *w.borrow_mut() = Some(mine.clone()));
+        assert_eq!(Arc::strong_count(&mine), 2);
+        // Another world's release leaves this one's handle kept.
+        release_kept(&other);
+        assert_eq!(Arc::strong_count(&mine), 2);
+        release_kept(&mine);
+        assert_eq!(Arc::strong_count(&mine), 1);
+        mine.rt.shutdown();
+        other.rt.shutdown();
     }
 }

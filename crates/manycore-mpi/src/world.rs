@@ -253,6 +253,7 @@ impl World {
         let r = engine.join();
         Shared::set_current(None);
         self.shared.rt.shutdown();
+        crate::pending::release_kept(&self.shared);
         r.map_err(|_| Error::Shutdown)
     }
 }
