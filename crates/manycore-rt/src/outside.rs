@@ -10,7 +10,7 @@
 use manycore_sync::{AdaptiveSpin, Awake, GapPredictor};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
@@ -63,6 +63,11 @@ impl Presence {
     fn counted(state: usize) -> bool {
         state >= CALL && state & PARKED == 0
     }
+    /// Counted with more than one call in flight: whatever call a core
+    /// answers, the thread still waits for another (`outside_waiting`).
+    fn pipelined(state: usize) -> bool {
+        state >= 2 * CALL && state & PARKED == 0
+    }
     /// Applies `f` to the state; moves the thread in or out of the count
     /// if that changed whether it is counted.
     fn update(&self, f: impl Fn(usize) -> usize) {
@@ -80,11 +85,53 @@ impl Presence {
             (true, false) => std::mem::forget(Awake::leave()),
             _ => {}
         }
+        match (Self::pipelined(old), Self::pipelined(f(old))) {
+            (false, true) => {
+                WAITING.fetch_add(1, Ordering::Relaxed);
+            }
+            (true, false) => {
+                WAITING.fetch_sub(1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
     }
     /// An invocation made on this presence's thread was dropped.
     pub(crate) fn call_ended(&self) {
         self.update(|s| s.saturating_sub(CALL) | (s & PARKED));
     }
+}
+
+/// Outside threads not parked with more than one call in flight (a
+/// pipelining client): the process-wide hint an idle core reads
+/// to linger rather than sleep (`outside_waiting`). Two racing updates may
+/// leave it off by one for a moment, like `Awake`: a hint, never a rule of
+/// the wake-up protocol.
+static WAITING: AtomicIsize = AtomicIsize::new(0);
+
+/// Whether some outside thread is not parked and has more than one call
+/// in flight: its next call is likely soon, and a core that sleeps now makes that call
+/// pay a wake-up.
+#[inline]
+pub(crate) fn outside_waiting() -> bool {
+    WAITING.load(Ordering::Relaxed) > 0
+}
+
+/// Cores lingering for outside threads: at most one per waiting thread.
+static LINGERING: AtomicIsize = AtomicIsize::new(0);
+
+/// Takes a lingering place if fewer cores linger than outside threads wait.
+pub(crate) fn linger_begin() -> bool {
+    let w = WAITING.load(Ordering::Relaxed);
+    LINGERING
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| {
+            (l < w).then_some(l + 1)
+        })
+        .is_ok()
+}
+
+/// Gives a lingering place back.
+pub(crate) fn linger_end() {
+    LINGERING.fetch_sub(1, Ordering::Relaxed);
 }
 
 /// This thread's presence, shared with the invocations made on it.
