@@ -59,23 +59,23 @@ impl FlowPingPong {
     /// Sets it up with the reactor's `backend` (an error if the reactor
     /// would fall back to another).
     pub fn new(backend: Backend) -> Result<Self, String> {
-        let rt = Runtime::builder()
-            .cores(1)
-            .build()
-            .map_err(|e| format!("runtime: {e}"))?;
-        let reactor = Reactor::with_backend(backend).map_err(|e| format!("reactor: {e}"))?;
-        Self::with(rt, reactor, backend, false)
+        Self::on_one_core(backend, false)
     }
 
     /// The same through two eventfds, each registered once and used by
     /// both parties (A writes 1 and reads 2, B reads 1 and writes 2).
     pub fn eventfds(backend: Backend) -> Result<Self, String> {
+        Self::on_one_core(backend, true)
+    }
+
+    /// A one-core runtime and a reactor with `backend`, then `with`.
+    fn on_one_core(backend: Backend, eventfds: bool) -> Result<Self, String> {
         let rt = Runtime::builder()
             .cores(1)
             .build()
             .map_err(|e| format!("runtime: {e}"))?;
         let reactor = Reactor::with_backend(backend).map_err(|e| format!("reactor: {e}"))?;
-        Self::with(rt, reactor, backend, true)
+        Self::with(rt, reactor, backend, eventfds)
     }
 
     /// The rest of [`new`](Self::new): on an error, `rt` and `reactor`
