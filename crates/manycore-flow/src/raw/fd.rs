@@ -116,32 +116,24 @@ pub(crate) fn wait_readable(fd: BorrowedFd<'_>, timeout: std::time::Duration) ->
     Ok(r > 0 && p.revents & libc::POLLIN != 0)
 }
 
-/// Whether `fd` is a pipe or FIFO in byte-stream mode (not `O_DIRECT`,
-/// whose reads return one packet at a time): a read of such an fd that
-/// returns less than it asked for (and more than nothing) left it empty.
-pub(crate) fn is_stream_pipe(fd: BorrowedFd<'_>) -> bool {
+/// What a port needs to know of a pipe or FIFO (`pipe_facts`).
+pub(crate) struct Pipe {
+    /// In byte-stream mode (not `O_DIRECT`, whose reads return one packet
+    /// at a time): a read that returns less than it asked for (and more
+    /// than nothing) left it empty.
+    pub(crate) stream: bool,
+    /// Which pipe it is an end of, and which end: `(device, inode, read
+    /// end)` when opened for reading only or writing only (the two ends of
+    /// one pipe share the device and inode); `None` when opened for both.
+    pub(crate) end: Option<(u64, u64, bool)>,
+}
+
+/// `fd`'s pipe facts if it is a pipe or FIFO, `None` otherwise (or if the
+/// kernel will not say): one `fstat` and one `F_GETFL`.
+pub(crate) fn pipe_facts(fd: BorrowedFd<'_>) -> Option<Pipe> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: the kernel fills `st`, a local of the right type, on success;
     // `fd` is open while borrowed.
-    if unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) } != 0 {
-        return false;
-    }
-    // SAFETY: fstat succeeded, so it initialised `st`.
-    let mode = unsafe { st.assume_init() }.st_mode;
-    if mode & libc::S_IFMT != libc::S_IFIFO {
-        return false;
-    }
-    // SAFETY: F_GETFL takes no pointer; `fd` is open while borrowed.
-    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
-    flags >= 0 && flags & libc::O_DIRECT == 0
-}
-
-/// Which pipe `fd` is an end of, and which end: `(device, inode, read
-/// end)` for a pipe or FIFO opened for reading only or writing only (the
-/// two ends of one pipe share the device and inode), `None` otherwise.
-pub(crate) fn pipe_end(fd: BorrowedFd<'_>) -> Option<(u64, u64, bool)> {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: as in `is_stream_pipe`.
     if unsafe { libc::fstat(fd.as_raw_fd(), st.as_mut_ptr()) } != 0 {
         return None;
     }
@@ -155,11 +147,15 @@ pub(crate) fn pipe_end(fd: BorrowedFd<'_>) -> Option<(u64, u64, bool)> {
     if flags < 0 {
         return None;
     }
-    match flags & libc::O_ACCMODE {
+    let end = match flags & libc::O_ACCMODE {
         libc::O_RDONLY => Some((st.st_dev, st.st_ino, true)),
         libc::O_WRONLY => Some((st.st_dev, st.st_ino, false)),
         _ => None,
-    }
+    };
+    Some(Pipe {
+        stream: flags & libc::O_DIRECT == 0,
+        end,
+    })
 }
 
 /// Whether `fd` is an eventfd, and if so whether a read drains it: `None`

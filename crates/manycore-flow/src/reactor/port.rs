@@ -135,7 +135,7 @@ pub(crate) struct Port {
     /// A byte-stream pipe: reads ask for `SPARE` bytes more, and a short
     /// read tells the pipe empty.
     pipe: bool,
-    /// Which pipe this is an end of (`raw::fd::pipe_end`), if one.
+    /// Which pipe this is an end of (`raw::fd::Pipe::end`), if one.
     end: Option<(u64, u64, bool)>,
     /// A write end's read end, if that is a port of the same reactor.
     peer: OnceLock<Weak<Port>>,
@@ -162,8 +162,9 @@ impl Port {
     /// A port for `fd`, which the caller made non-blocking and added to the
     /// epoll instance (edge-triggered, both directions).
     pub(crate) fn new(fd: OwnedFd) -> Self {
-        let pipe = crate::raw::fd::is_stream_pipe(fd.as_fd());
-        let end = crate::raw::fd::pipe_end(fd.as_fd());
+        let facts = crate::raw::fd::pipe_facts(fd.as_fd());
+        let pipe = facts.as_ref().is_some_and(|p| p.stream);
+        let end = facts.and_then(|p| p.end);
         let eventfd = match end {
             Some(_) => None,
             None => crate::raw::fd::eventfd_mode(fd.as_fd()),
