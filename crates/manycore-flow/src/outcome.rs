@@ -52,9 +52,11 @@ impl<T> Outcome<T> {
     }
 
     /// Waits at most `timeout` (`Err(Timeout)` then; the outcome can be
-    /// waited for again).
+    /// waited for again). Every `Duration` is accepted: one whose deadline
+    /// an `Instant` cannot hold (`Duration::MAX`) waits as
+    /// [`wait`](Self::wait) does.
     pub fn wait_timeout(&self, timeout: Duration) -> Result<T, FlowError> {
-        self.wait_until(Some(Instant::now() + timeout))
+        self.wait_until(Instant::now().checked_add(timeout))
     }
 
     /// The value, if it is there.

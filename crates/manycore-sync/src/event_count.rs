@@ -186,9 +186,14 @@ impl<S: Sharing> EventCount<S> {
     }
 
     /// Like [`wait`](Self::wait) but gives up after `timeout`. Returns true if
-    /// notified, false on timeout.
+    /// notified, false on timeout. Every `Duration` is accepted: one whose
+    /// deadline an `Instant` cannot hold (`Duration::MAX`) waits as
+    /// [`wait`](Self::wait) does.
     pub fn wait_timeout(&self, key: WaitKey, timeout: Duration) -> bool {
-        let deadline = std::time::Instant::now() + timeout;
+        let Some(deadline) = std::time::Instant::now().checked_add(timeout) else {
+            self.wait(key);
+            return true;
+        };
         let mut notified = true;
         while self.epoch.load(Ordering::Acquire) == key.0 {
             let now = std::time::Instant::now();
@@ -340,5 +345,27 @@ mod tests {
         assert!(ec.notify_all());
         ec.wait(k);
         assert!(ec.wait_timeout(k2, Duration::from_secs(10)));
+    }
+
+    #[test]
+    fn wait_timeout_zero_returns_at_once() {
+        let ec = EventCount::new();
+        let k = ec.prepare_wait();
+        assert!(!ec.wait_timeout(k, Duration::ZERO));
+        assert!(!ec.has_waiters());
+    }
+
+    #[test]
+    fn wait_timeout_max_waits_for_the_notify() {
+        let ec = Arc::new(EventCount::new());
+        let k = ec.prepare_wait();
+        let e2 = ec.clone();
+        let t = std::thread::spawn(move || e2.notify_all());
+        assert!(ec.wait_timeout(k, Duration::MAX));
+        t.join().unwrap();
+        assert!(!ec.has_waiters());
+        let k = ec.prepare_wait();
+        ec.notify_one();
+        assert!(ec.wait_timeout(k, Duration::MAX));
     }
 }
