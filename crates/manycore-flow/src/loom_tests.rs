@@ -6,7 +6,9 @@
 //! `Turnstile` (a gate's lock word, queue and handoff) and the real
 //! reactor `Commands` (its queue and sleep handshake) and `Lease` (how
 //! polling issuers keep the reactor out of the epoll instance), and a model
-//! of the reactor's ports (a parked request and the edge that serves it).
+//! of the reactor's ports (a parked request and the edge that serves it),
+//! and a model of a routed delivery (a remote signal that names its
+//! instance by registry index and address) against the entry's reuse.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test
 //! --release -p manycore-flow --lib loom_tests`
@@ -20,7 +22,7 @@ use crate::claims::{Claim, Claims};
 use crate::raw::owner_cell::OwnerCell;
 use crate::raw::shared::Shared;
 use crate::turnstile::Turnstile;
-use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 use std::collections::VecDeque;
@@ -677,5 +679,151 @@ fn reactor_out_of_the_instance_is_woken_by_a_request_parked_alone() {
             );
         }
         parked.come_in();
+    });
+}
+
+/// A message to the owner core in the routed-delivery model.
+enum Msg {
+    /// The creation message of an instance made off its owner.
+    Collect(u32),
+    /// A delivery naming its instance by (registry index, instance id): no
+    /// counted reference.
+    Routed { at: u32, id: u32, v: u32 },
+    /// A delivery carrying a (counted) reference to instance `id`.
+    Counted { id: u32, v: u32 },
+}
+
+/// No registry index yet (the frame's `NO_ENTRY`).
+const NO_ENTRY: u32 = u32::MAX;
+
+/// One sender of a routed signal: claims slot 0, and if it wins, reads the
+/// instance's registry index (Relaxed, as the frame's) and routes by it,
+/// or, with none recorded yet, sends a counted delivery.
+fn routed_sender(
+    claims: &Claims,
+    entry: &AtomicU32,
+    queue: &Mutex<VecDeque<Msg>>,
+    id: u32,
+    v: u32,
+) -> bool {
+    if claims.claim(0) != Claim::Won {
+        return false;
+    }
+    let m = match entry.load(Ordering::Relaxed) {
+        NO_ENTRY => Msg::Counted { id, v },
+        at => Msg::Routed { at, id, v },
+    };
+    queue.lock().unwrap().push_back(m);
+    true
+}
+
+/// Instance A (one slot) is made off its owner (its creation message
+/// queued first) and two senders race for its slot; the winner routes by
+/// the registry index it reads, or sends a counted delivery if the owner
+/// has not collected A yet. Once A fires, its entry is reused by instance
+/// B. Whatever the order of the claims, the collection and the index's
+/// publication: the route always finds A at its entry (never an empty
+/// entry, never B), A fires once with the winner's value, the loser sends
+/// nothing, and B receives nothing.
+#[test]
+fn routed_delivery_finds_its_instance_and_never_the_entry_reuser() {
+    const A: u32 = 1;
+    const B: u32 = 2;
+    model(|| {
+        let claims = Arc::new(Claims::new(1));
+        let entry = Arc::new(AtomicU32::new(NO_ENTRY));
+        let queue = Arc::new(Mutex::new(VecDeque::new()));
+        let done = Arc::new(AtomicUsize::new(0));
+        queue.lock().unwrap().push_back(Msg::Collect(A));
+        let senders: Vec<_> = [10, 20]
+            .into_iter()
+            .map(|v| {
+                let (c, e, q) = (claims.clone(), entry.clone(), queue.clone());
+                let d = done.clone();
+                thread::spawn(move || {
+                    let won = routed_sender(&c, &e, &q, A, v);
+                    d.fetch_add(1, Ordering::Release);
+                    won
+                })
+            })
+            .collect();
+        // The owner: its registry (owner only), A's owner half.
+        let mut registry: Vec<Option<u32>> = Vec::new();
+        let mut a_entry: Option<u32> = None;
+        let mut a_fired: Option<u32> = None;
+        let mut b_got = 0;
+        let mut handled = 0;
+        let collect = |registry: &mut Vec<Option<u32>>, id: u32| -> u32 {
+            match registry.iter().position(Option::is_none) {
+                Some(i) => {
+                    registry[i] = Some(id);
+                    i as u32
+                }
+                None => {
+                    registry.push(Some(id));
+                    (registry.len() - 1) as u32
+                }
+            }
+        };
+        // Runs until A has fired and B took its entry, then until every
+        // message the senders sent is handled.
+        loop {
+            let next = queue.lock().unwrap().pop_front();
+            let Some(m) = next else {
+                // Both senders done (after their pushes) and nothing left.
+                if a_fired.is_some()
+                    && done.load(Ordering::Acquire) == 2
+                    && queue.lock().unwrap().is_empty()
+                {
+                    break;
+                }
+                thread::yield_now();
+                continue;
+            };
+            handled += 1;
+            match m {
+                Msg::Collect(id) => {
+                    assert_eq!(id, A);
+                    if a_fired.is_none() && a_entry.is_none() {
+                        let i = collect(&mut registry, A);
+                        a_entry = Some(i);
+                        entry.store(i, Ordering::Relaxed);
+                    }
+                }
+                Msg::Counted { id, v } => {
+                    assert_eq!(id, A);
+                    assert!(a_fired.is_none(), "A delivered twice");
+                    if let Some(i) = a_entry.take() {
+                        registry[i as usize] = None;
+                    }
+                    a_fired = Some(v);
+                }
+                Msg::Routed { at, id, v } => {
+                    let found = registry.get(at as usize).copied().flatten();
+                    if found == Some(B) {
+                        b_got += 1;
+                    }
+                    assert_eq!(found, Some(id), "a route missed its instance");
+                    assert_eq!(a_entry, Some(at));
+                    assert!(a_fired.is_none(), "A delivered twice");
+                    registry[at as usize] = None;
+                    a_entry = None;
+                    a_fired = Some(v);
+                }
+            }
+            if a_fired.is_some() && !registry.contains(&Some(B)) {
+                // A's entry (if it had one) is free: B, made here, takes it.
+                let i = collect(&mut registry, B);
+                if let Some(j) = registry.iter().position(|e| *e == Some(B)) {
+                    assert_eq!(i as usize, j);
+                }
+            }
+        }
+        let won: Vec<bool> = senders.into_iter().map(|s| s.join().unwrap()).collect();
+        assert_eq!(won.iter().filter(|w| **w).count(), 1, "one winner");
+        assert_eq!(a_fired, Some(if won[0] { 10 } else { 20 }));
+        assert_eq!(b_got, 0);
+        // The creation message and the winner's delivery; nothing else.
+        assert_eq!(handled, 2);
     });
 }

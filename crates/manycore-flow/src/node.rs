@@ -9,7 +9,7 @@
 use crate::claims::{Claims, MAX_INPUTS};
 use crate::ctx::RawCtx;
 use crate::error::FlowError;
-use crate::frame::Frame;
+use crate::frame::{Frame, NO_ENTRY};
 use crate::gate::{Exclusion, GateGuard};
 use crate::here;
 use crate::mode::ModeKind;
@@ -34,6 +34,11 @@ pub(crate) trait AnyNode: Send + Sync + 'static {
     /// On the owner: puts the value in `value` (an `Option<T>` of the
     /// instance's `T`) into slot `slot`. `this` is this node's own handle.
     fn deliver(&self, this: &NodeRef, slot: usize, value: &mut dyn Any) -> Delivered;
+    /// On the owner, for a routed delivery: puts the value in `value` (an
+    /// `Option<T>`) into slot `slot` and says whether the instance is now
+    /// complete. Touches no registry and runs no user code (its caller
+    /// holds the registry, and takes the instance out if it completes).
+    fn deliver_out(&self, slot: usize, value: &mut dyn Any) -> Filled;
     /// On the owner: fires (runs the body, through the gate if it has one).
     /// `this` is this node's own handle.
     fn start(&self, this: &NodeRef);
@@ -61,6 +66,17 @@ pub(crate) enum Delivered {
     /// The value could not be put in (wrong type, not the owner's thread,
     /// no such slot, the instance dropped at shutdown): it is still in the
     /// `Option` it came in.
+    Refused,
+}
+
+/// What a routed delivery did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Filled {
+    /// The value is in; others are still missing.
+    Waiting,
+    /// The value was the last one: the instance must fire.
+    Complete,
+    /// The value could not be put in (as for [`Delivered::Refused`]).
     Refused,
 }
 
@@ -177,7 +193,17 @@ fn make<T: Send + 'static, B: Body<T>>(
         Claims::new(inputs)
     };
     let node = Node {
-        frame: Frame::new(owner, mode, body.gate().is_some(), inputs, claims),
+        frame: Frame::new(
+            owner,
+            mode,
+            body.gate().is_some(),
+            inputs,
+            claims,
+            match entry {
+                Entry::At(i) => i,
+                Entry::Fresh | Entry::Out => NO_ENTRY,
+            },
+        ),
         half: OwnerCell::new_owned(
             cell,
             Pending {
@@ -265,6 +291,7 @@ impl<T: Send + 'static, B: Body<T>> AnyNode for Node<T, B> {
                         // a signal overtook it.
                         if let Some(i) = registry::with(|r| r.insert(this.clone())) {
                             h.entry = Entry::At(i);
+                            self.frame.set_entry(i);
                         }
                     }
                     return Delivered::Waiting;
@@ -277,6 +304,32 @@ impl<T: Send + 'static, B: Body<T>> AnyNode for Node<T, B> {
                 Delivered::Complete(out.unwrap_or_else(|| this.clone()))
             })
             .unwrap_or(Delivered::Refused)
+    }
+
+    fn deliver_out(&self, slot: usize, value: &mut dyn Any) -> Filled {
+        let Some(value) = value.downcast_mut::<Option<T>>() else {
+            return Filled::Refused;
+        };
+        self.half
+            .with(|h| {
+                if h.body.is_none() {
+                    return Filled::Refused;
+                }
+                let Some(v) = value.take() else {
+                    return Filled::Refused;
+                };
+                if let Err(v) = h.slots.put(slot, v) {
+                    *value = Some(v);
+                    return Filled::Refused;
+                }
+                h.missing = h.missing.saturating_sub(1);
+                if h.missing > 0 {
+                    return Filled::Waiting;
+                }
+                h.entry = Entry::Out;
+                Filled::Complete
+            })
+            .unwrap_or(Filled::Refused)
     }
 
     fn start(&self, this: &NodeRef) {
@@ -349,6 +402,9 @@ impl<T: Send + 'static, B: Body<T>> AnyNode for Node<T, B> {
     }
 
     fn set_entry(&self, e: Entry) {
+        if let Entry::At(i) = e {
+            self.frame.set_entry(i);
+        }
         self.half.with(|h| h.entry = e);
     }
 }

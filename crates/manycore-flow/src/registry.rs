@@ -9,7 +9,7 @@
 //! learns at once that they will never fire, even while handles to them
 //! are still held elsewhere.
 
-use crate::node::NodeRef;
+use crate::node::{Filled, NodeRef};
 use crate::raw::shared::Shared;
 use std::cell::RefCell;
 
@@ -67,6 +67,26 @@ impl Registry {
     pub(crate) fn take(&mut self, i: u32, node: &NodeRef) -> Option<NodeRef> {
         let slot = self.entries.get_mut(i as usize)?;
         if !slot.as_ref().is_some_and(|e| Shared::ptr_eq(e, node)) {
+            return None;
+        }
+        self.free.push(i);
+        slot.take()
+    }
+
+    /// A routed delivery: runs `deliver` on the instance at `i` if it is
+    /// the one at address `addr`, and if it says the instance is complete,
+    /// takes the instance out and returns it (to fire). `deliver` runs no
+    /// user code (it only stores a value), so the registry may stay
+    /// borrowed meanwhile.
+    pub(crate) fn deliver_at(
+        &mut self,
+        i: u32,
+        addr: usize,
+        deliver: impl FnOnce(&NodeRef) -> Filled,
+    ) -> Option<NodeRef> {
+        let slot = self.entries.get_mut(i as usize)?;
+        let node = slot.as_ref().filter(|e| e.addr() == addr)?;
+        if deliver(node) != Filled::Complete {
             return None;
         }
         self.free.push(i);

@@ -9,6 +9,7 @@ use crate::here;
 use crate::mode::ModeKind;
 use crate::node::{Delivered, NodeRef};
 use crate::ready;
+use crate::registry;
 
 /// A continuation signal from a thread of mode `from`: value `value` for
 /// slot `slot` of the instance `node` (whose inputs are of type `T`).
@@ -47,23 +48,64 @@ pub(crate) fn signal<T: Send + 'static>(
                 Delivered::Refused => refuse(SignalErrorKind::Shutdown, v),
             }
         }
-        Claim::Won => {
-            // Remote: a cross-core invocation that delivers on the owner and
-            // fires there, in the same message.
+        Claim::Won => send(node, slot, value).or_else(|_| refuse(SignalErrorKind::Shutdown, None)),
+    }
+}
+
+/// A won slot's remote delivery: a cross-core invocation that delivers on
+/// the owner and fires there, in the same message. Out of line, so that
+/// the local path above stays small where it is inlined.
+#[inline(never)]
+fn send<T: Send + 'static>(
+    node: &NodeRef,
+    slot: usize,
+    value: T,
+) -> Result<(), manycore_rt::InvokeError> {
+    let frame = node.frame();
+    let owner = frame.owner();
+    match frame.entry() {
+        // Routed: the instance waits in its owner's registry at `i`, and
+        // stays there until this slot is delivered, so (index, address)
+        // names it there and the message needs no counted reference (no
+        // read-modify-write of the count here, none on the owner).
+        Some(i) => {
+            let addr = node.addr();
+            owner.spawn(move || deliver_routed(i, addr, slot, value))
+        }
+        // Not yet in a registry (made elsewhere, not collected): the
+        // message carries a counted reference.
+        None => {
             let n = node.clone();
-            frame
-                .owner()
-                .spawn(move || {
-                    let mut v = Some(value);
-                    if let Delivered::Complete(c) = n.deliver(&n, slot, &mut v) {
-                        // `c` (the registry's reference) is this thread's
-                        // alone: the message's is dropped beside it, with
-                        // no read-modify-write if the two are all there is.
-                        n.drop_beside_held(true);
-                        ready::run(move || c.start(&c));
-                    }
-                })
-                .or_else(|_| refuse(SignalErrorKind::Shutdown, None))
+            owner.spawn(move || {
+                let mut v = Some(value);
+                if let Delivered::Complete(c) = n.deliver(&n, slot, &mut v) {
+                    // `c` (the registry's reference) is this thread's
+                    // alone: the message's is dropped beside it, with no
+                    // read-modify-write if the two are all there is.
+                    n.drop_beside_held(true);
+                    ready::run(move || c.start(&c));
+                }
+            })
         }
     }
+}
+
+/// On the owner core: a routed delivery of `value` to slot `slot` of the
+/// instance at registry index `i` and address `addr`. The sender won the
+/// slot while the instance was registered there, and an instance leaves
+/// its registry only once every slot is delivered (or when its core's
+/// thread exits, after which no message runs there), so the entry is that
+/// instance; a mismatch (impossible by the protocol) drops the value, as a
+/// delivery to an instance emptied at shutdown does. The instance stays in
+/// its entry while it waits; the delivery that completes it takes it out,
+/// and the registry's reference runs it.
+fn deliver_routed<T: Send + 'static>(i: u32, addr: usize, slot: usize, value: T) {
+    let mut v = Some(value);
+    let complete = registry::with(|r| r.deliver_at(i, addr, |n| n.deliver_out(slot, &mut v)));
+    if let Some(n) = complete.flatten() {
+        ready::run(move || n.start(&n));
+    }
+    // A value refused (never, by the protocol) is dropped here, outside
+    // the registry.
+    drop(v);
 }

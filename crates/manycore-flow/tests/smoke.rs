@@ -359,3 +359,67 @@ fn nothing_is_left_pending_after_a_run() {
         assert_eq!(left, 0, "core {i}");
     }
 }
+
+#[test]
+fn routed_signals_reach_instances_made_on_their_owner_and_entries_reused() {
+    // Instances made on core 1 itself are registered there at once, so
+    // core 0's signals to them name them by registry entry (no counted
+    // reference in the message). Three inputs each: the first two
+    // deliveries leave the instance waiting (it goes back to its entry),
+    // the third fires it. Rounds reuse the entries of the instances the
+    // round before fired; a signal to a fired instance is still refused
+    // with `Fired`, and reaches nothing else.
+    let rt = runtime(2);
+    for round in 0..20u32 {
+        let (result, out) = mpsc::channel();
+        let on1 = rt.core(1).clone();
+        let insts = rt
+            .core(1)
+            .call(move || {
+                (0..8u32)
+                    .map(|k| {
+                        let result: mpsc::Sender<(u32, Vec<u32>)> = result.clone();
+                        Instance::<u32, User>::new(&on1, 3, move |ctx, xs| {
+                            assert_eq!(ctx.core().index(), 1);
+                            let _ = result.send((k, xs.into_vec()));
+                        })
+                        .unwrap()
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .wait()
+            .unwrap();
+        let (done_tx, done_rx) = mpsc::channel();
+        let sent = insts.clone();
+        Instance::<(), User>::new(rt.core(0), 0, move |ctx, _| {
+            for (k, inst) in sent.iter().enumerate() {
+                let k = k as u32;
+                for slot in [2, 0, 1] {
+                    ctx.continue_to(inst, slot, round * 100 + k * 10 + slot as u32)
+                        .unwrap();
+                }
+                let again = ctx.continue_to(inst, 1, 999).unwrap_err();
+                assert_eq!(again.into_value(), Some(999));
+            }
+            let _ = done_tx.send(());
+        })
+        .unwrap();
+        done_rx.recv_timeout(WAIT).unwrap();
+        let mut got = Vec::new();
+        for _ in 0..8 {
+            got.push(out.recv_timeout(WAIT).unwrap());
+        }
+        got.sort();
+        let want: Vec<_> = (0..8u32)
+            .map(|k| {
+                let b = round * 100 + k * 10;
+                (k, vec![b, b + 1, b + 2])
+            })
+            .collect();
+        assert_eq!(got, want);
+        for inst in &insts {
+            let err = user().continue_to(inst, 0, 1).unwrap_err();
+            assert_eq!(err.kind(), SignalErrorKind::Fired);
+        }
+    }
+}
