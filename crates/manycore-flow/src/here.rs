@@ -6,8 +6,9 @@
 //! A core is one thread for its whole life and a thread is at most one core
 //! (cores are threads the runtime starts), so the first answer stays right.
 
+use crate::percore;
 use manycore_rt::Core;
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 
 /// Not looked up yet.
 const UNKNOWN: usize = usize::MAX;
@@ -17,24 +18,29 @@ const NOT_A_CORE: usize = usize::MAX - 1;
 thread_local! {
     /// (runtime id, core index) of this thread.
     static HERE: Cell<(u64, usize)> = const { Cell::new((0, UNKNOWN)) };
-    /// Handles to this core given back by dropped frames (see `owner`).
-    static KEPT: RefCell<Kept> = const {
-        RefCell::new(Kept {
-            cores: Vec::new(),
-            out: 0,
-            peak: 0,
-        })
-    };
 }
 
-/// A core's handles to itself kept for frames, and the bound on them.
-struct Kept {
+/// A core's handles to itself kept for frames (given back by dropped
+/// frames, see `owner`), and the bound on them; part of the core's context
+/// (`percore.rs`).
+pub(crate) struct Kept {
     cores: Vec<Core>,
     /// Frames made here for this core and not yet dropped here (never below
     /// 0: a frame made elsewhere and dropped here counts nothing).
     out: usize,
     /// The most `out` has been.
     peak: usize,
+}
+
+impl Kept {
+    /// None kept.
+    pub(crate) const fn new() -> Self {
+        Self {
+            cores: Vec::new(),
+            out: 0,
+            peak: 0,
+        }
+    }
 }
 
 /// (runtime id, core index) of the calling thread, or None off the cores.
@@ -83,16 +89,14 @@ const KEEP: usize = 1024;
 #[inline]
 pub(crate) fn owner(on: &Core, local: bool) -> Core {
     if local {
-        let kept = KEPT
-            .try_with(|k| {
-                k.try_borrow_mut().ok().and_then(|mut k| {
-                    k.out += 1;
-                    k.peak = k.peak.max(k.out);
-                    k.cores.pop()
-                })
+        let kept = percore::with(|pc| {
+            pc.kept.try_borrow_mut().ok().and_then(|mut k| {
+                k.out += 1;
+                k.peak = k.peak.max(k.out);
+                k.cores.pop()
             })
-            .ok()
-            .flatten();
+        })
+        .flatten();
         if let Some(c) = kept {
             return c;
         }
@@ -111,8 +115,8 @@ pub(crate) fn recycle(core: Core) {
         return;
     }
     let mut core = Some(core);
-    let _ = KEPT.try_with(|k| {
-        if let Ok(mut k) = k.try_borrow_mut() {
+    percore::with(|pc| {
+        if let Ok(mut k) = pc.kept.try_borrow_mut() {
             k.out = k.out.saturating_sub(1);
             if k.cores.len() < KEEP.max(k.peak) {
                 k.cores.extend(core.take());

@@ -110,6 +110,7 @@ mod mode;
 mod node;
 mod outcome;
 mod pending;
+mod percore;
 mod raw;
 mod reactor;
 mod ready;

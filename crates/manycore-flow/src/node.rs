@@ -14,6 +14,7 @@ use crate::gate::{Exclusion, GateGuard};
 use crate::here;
 use crate::mode::ModeKind;
 use crate::pending::{Body, Entry, Pending, SELF_CONTINUATION_BOUND};
+use crate::percore::PerCore;
 use crate::raw::owner_cell::{Owner, OwnerCell};
 use crate::raw::shared::{Block, Shared};
 use crate::raw::slot_vec::SlotVec;
@@ -33,7 +34,14 @@ pub(crate) trait AnyNode: Send + Sync + 'static {
     fn frame(&self) -> &Frame;
     /// On the owner: puts the value in `value` (an `Option<T>` of the
     /// instance's `T`) into slot `slot`. `this` is this node's own handle.
-    fn deliver(&self, this: &NodeRef, slot: usize, value: &mut dyn Any) -> Delivered;
+    /// `pc` is this thread's context (None if the thread is exiting).
+    fn deliver(
+        &self,
+        pc: Option<&PerCore>,
+        this: &NodeRef,
+        slot: usize,
+        value: &mut dyn Any,
+    ) -> Delivered;
     /// On the owner, for a routed delivery: puts the value in `value` (an
     /// `Option<T>`) into slot `slot` and says whether the instance is now
     /// complete. Touches no registry and runs no user code (its caller
@@ -267,7 +275,13 @@ impl<T: Send + 'static, B: Body<T>> AnyNode for Node<T, B> {
         &self.frame
     }
 
-    fn deliver(&self, this: &NodeRef, slot: usize, value: &mut dyn Any) -> Delivered {
+    fn deliver(
+        &self,
+        pc: Option<&PerCore>,
+        this: &NodeRef,
+        slot: usize,
+        value: &mut dyn Any,
+    ) -> Delivered {
         let Some(value) = value.downcast_mut::<Option<T>>() else {
             return Delivered::Refused;
         };
@@ -289,7 +303,9 @@ impl<T: Send + 'static, B: Body<T>> AnyNode for Node<T, B> {
                     if entry == Entry::Fresh {
                         // Made elsewhere, its creation message not here yet:
                         // a signal overtook it.
-                        if let Some(i) = registry::with(|r| r.insert(this.clone())) {
+                        let put =
+                            pc.and_then(|pc| registry::with_in(pc, |r| r.insert(this.clone())));
+                        if let Some(i) = put {
                             h.entry = Entry::At(i);
                             self.frame.set_entry(i);
                         }
@@ -298,7 +314,9 @@ impl<T: Send + 'static, B: Body<T>> AnyNode for Node<T, B> {
                 }
                 h.entry = Entry::Out;
                 let out = match entry {
-                    Entry::At(i) => registry::with(|r| r.take(i, this)).flatten(),
+                    Entry::At(i) => pc
+                        .and_then(|pc| registry::with_in(pc, |r| r.take(i, this)))
+                        .flatten(),
                     Entry::Fresh | Entry::Out => None,
                 };
                 Delivered::Complete(out.unwrap_or_else(|| this.clone()))

@@ -17,15 +17,14 @@
 //! messages, each of which drains the stack after its own body.
 
 use crate::node::NodeRef;
+use crate::percore::{self, PerCore};
 use manycore_rt::{Core, InvokeError};
-use std::cell::RefCell;
 
 /// Firings per runtime message before the rest of the stack waits for the
 /// next one.
 pub(crate) const BUDGET: usize = 256;
 
-#[derive(Default)]
-struct Ready {
+pub(crate) struct Ready {
     stack: Vec<NodeRef>,
     /// A message runs a body (and then drains) on this thread right now.
     draining: bool,
@@ -33,6 +32,18 @@ struct Ready {
     resume_sent: bool,
     /// The running body is an exclusive template's (it holds a gate).
     under_gate: bool,
+}
+
+impl Ready {
+    /// An empty stack, no drain running.
+    pub(crate) const fn new() -> Self {
+        Self {
+            stack: Vec::new(),
+            draining: false,
+            resume_sent: false,
+            under_gate: false,
+        }
+    }
 }
 
 impl Drop for Ready {
@@ -48,43 +59,43 @@ impl Drop for Ready {
     }
 }
 
-thread_local! {
-    static READY: RefCell<Ready> = const {
-        RefCell::new(Ready {
-            stack: Vec::new(),
-            draining: false,
-            resume_sent: false,
-            under_gate: false,
-        })
-    };
-}
-
 /// Makes `node` (whose owner is this thread's core) ready: on the stack if
 /// a body of this core is running (it runs after that body), otherwise as a
 /// message to the core. Exclusive templates keep FUCE's thread queue: an
 /// instance of one, or one made ready by the body of one, is always a
 /// message at the back of the core's queue.
 pub(crate) fn push(node: NodeRef) {
-    let exclusive = node.frame().exclusive;
     let mut node = Some(node);
-    if !exclusive {
-        let _ = READY.try_with(|r| {
-            let mut r = r.borrow_mut();
-            if r.draining && !r.under_gate {
-                if let Some(n) = node.take() {
-                    // Marked while the stack holds it: a handle dropped on
-                    // this thread meanwhile may skip its count's
-                    // read-modify-write (`raw/shared.rs`).
-                    n.frame().set_stacked(true);
-                    r.stack.push(n);
-                }
-            }
-        });
-    }
+    // The thread exiting (its context gone): not stacked, sent.
+    percore::with(|pc| node = node.take().and_then(|n| push_in(pc, n)));
     if let Some(node) = node {
-        let owner = node.frame().owner().clone();
-        let _ = send(&owner, node);
+        send_home(node);
     }
+}
+
+/// Sends `node` to its owner core to fire there.
+pub(crate) fn send_home(node: NodeRef) {
+    let owner = node.frame().owner().clone();
+    let _ = send(&owner, node);
+}
+
+/// `push` on the context `pc` the caller holds (this thread's): stacks
+/// `node` if a body of this core is running and it may go on the stack,
+/// else gives it back (for the caller to send).
+#[inline]
+pub(crate) fn push_in(pc: &PerCore, node: NodeRef) -> Option<NodeRef> {
+    if node.frame().exclusive {
+        return Some(node);
+    }
+    let mut r = pc.ready.borrow_mut();
+    if !r.draining || r.under_gate {
+        return Some(node);
+    }
+    // Marked while the stack holds it: a handle dropped on this thread
+    // meanwhile may skip its count's read-modify-write (`raw/shared.rs`).
+    node.frame().set_stacked(true);
+    r.stack.push(node);
+    None
 }
 
 /// Marks the running body as an exclusive template's while it lives.
@@ -92,16 +103,16 @@ pub(crate) struct UnderGate(bool);
 
 impl UnderGate {
     pub(crate) fn enter() -> Self {
-        let was = READY
-            .try_with(|r| std::mem::replace(&mut r.borrow_mut().under_gate, true))
-            .unwrap_or(false);
+        let was =
+            percore::with(|pc| std::mem::replace(&mut pc.ready.borrow_mut().under_gate, true))
+                .unwrap_or(false);
         Self(was)
     }
 }
 
 impl Drop for UnderGate {
     fn drop(&mut self) {
-        let _ = READY.try_with(|r| r.borrow_mut().under_gate = self.0);
+        percore::with(|pc| pc.ready.borrow_mut().under_gate = self.0);
     }
 }
 
@@ -120,20 +131,25 @@ pub(crate) fn send(on: &Core, node: NodeRef) -> Result<(), InvokeError> {
 /// made ready, up to the budget. Called inside a running body, only runs
 /// `f`: the outer call drains.
 pub(crate) fn run(f: impl FnOnce()) {
-    let outer = READY
-        .try_with(|r| {
-            let mut r = r.borrow_mut();
-            !std::mem::replace(&mut r.draining, true)
-        })
-        .unwrap_or(false);
+    let mut f = Some(f);
+    percore::with(|pc| run_in(pc, || (f.take().unwrap_or_else(|| unreachable!()))()));
+    // The thread is exiting (its context gone): no stack to drain.
+    if let Some(f) = f {
+        f();
+    }
+}
+
+/// `run`, on the context `pc` the caller holds (this thread's).
+pub(crate) fn run_in(pc: &PerCore, f: impl FnOnce()) {
+    let outer = !std::mem::replace(&mut pc.ready.borrow_mut().draining, true);
     if !outer {
         return f();
     }
     // Ends the drain however it ends (a body may unwind into the runtime).
-    let _end = End;
+    let _end = End(pc);
     f();
     for _ in 0..BUDGET {
-        let next = READY.with(|r| r.borrow_mut().stack.pop());
+        let next = pc.ready.borrow_mut().stack.pop();
         match next {
             Some(n) => {
                 n.frame().set_stacked(false);
@@ -146,27 +162,26 @@ pub(crate) fn run(f: impl FnOnce()) {
 
 /// Ends a drain: clears the flag, and if instances are left on the stack,
 /// sends the core a message to go on with them.
-struct End;
+struct End<'a>(&'a PerCore);
 
-impl Drop for End {
+impl Drop for End<'_> {
     fn drop(&mut self) {
-        let owner = READY
-            .try_with(|r| {
-                let mut r = r.borrow_mut();
-                r.draining = false;
-                if r.resume_sent {
-                    return None;
-                }
-                let owner = r.stack.last().map(|n| n.frame().owner().clone());
-                r.resume_sent = owner.is_some();
-                owner
-            })
-            .ok()
-            .flatten();
+        let owner = {
+            let mut r = self.0.ready.borrow_mut();
+            r.draining = false;
+            if r.resume_sent {
+                return;
+            }
+            let owner = r.stack.last().map(|n| n.frame().owner().clone());
+            r.resume_sent = owner.is_some();
+            owner
+        };
         if let Some(owner) = owner {
             let _ = owner.spawn(|| {
-                let _ = READY.try_with(|r| r.borrow_mut().resume_sent = false);
-                run(|| {});
+                percore::with(|pc| {
+                    pc.ready.borrow_mut().resume_sent = false;
+                    run_in(pc, || {});
+                });
             });
         }
     }

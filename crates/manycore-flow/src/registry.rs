@@ -10,23 +10,13 @@
 //! are still held elsewhere.
 
 use crate::node::{Filled, NodeRef};
+use crate::percore::{self, PerCore};
 use crate::raw::shared::Shared;
-use std::cell::RefCell;
 
 /// Pending instances of one core.
-#[derive(Default)]
 pub(crate) struct Registry {
     entries: Vec<Option<NodeRef>>,
     free: Vec<u32>,
-}
-
-thread_local! {
-    static REGISTRY: RefCell<Registry> = const {
-        RefCell::new(Registry {
-            entries: Vec::new(),
-            free: Vec::new(),
-        })
-    };
 }
 
 /// Runs `f` with this thread's registry; None if the thread is exiting (its
@@ -34,13 +24,24 @@ thread_local! {
 /// by construction: no user code runs while it is borrowed).
 #[inline]
 pub(crate) fn with<R>(f: impl FnOnce(&mut Registry) -> R) -> Option<R> {
-    REGISTRY
-        .try_with(|r| r.try_borrow_mut().ok().map(|mut r| f(&mut r)))
-        .ok()
-        .flatten()
+    percore::with(|pc| with_in(pc, f)).flatten()
+}
+
+/// `with`, on the context `pc` the caller holds.
+#[inline]
+pub(crate) fn with_in<R>(pc: &PerCore, f: impl FnOnce(&mut Registry) -> R) -> Option<R> {
+    pc.registry.try_borrow_mut().ok().map(|mut r| f(&mut r))
 }
 
 impl Registry {
+    /// An empty registry.
+    pub(crate) const fn new() -> Self {
+        Self {
+            entries: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+
     /// The index the next `insert` will use.
     pub(crate) fn next_index(&self) -> u32 {
         match self.free.last() {

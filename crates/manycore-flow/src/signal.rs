@@ -8,6 +8,7 @@ use crate::error::{SignalError, SignalErrorKind};
 use crate::here;
 use crate::mode::ModeKind;
 use crate::node::{Delivered, NodeRef};
+use crate::percore;
 use crate::ready;
 use crate::registry;
 
@@ -38,14 +39,32 @@ pub(crate) fn signal<T: Send + 'static>(
         Claim::Won if here::is(frame.owner()) => {
             // Local: a plain operation on this core; the firing goes on its
             // ready stack (or queue, outside a body).
+            // One visit to the core's context: the registry, then the
+            // ready stack.
             let mut v = Some(value);
-            match node.deliver(node, slot, &mut v) {
-                Delivered::Waiting => Ok(()),
+            let done = percore::with(|pc| match node.deliver(Some(pc), node, slot, &mut v) {
+                Delivered::Waiting => true,
                 Delivered::Complete(n) => {
-                    ready::push(n);
-                    Ok(())
+                    if let Some(n) = ready::push_in(pc, n) {
+                        ready::send_home(n);
+                    }
+                    true
                 }
-                Delivered::Refused => refuse(SignalErrorKind::Shutdown, v),
+                Delivered::Refused => false,
+            });
+            match done {
+                Some(true) => Ok(()),
+                // The thread is exiting (its context gone): delivered
+                // without a registry, fired by a message.
+                None => match node.deliver(None, node, slot, &mut v) {
+                    Delivered::Waiting => Ok(()),
+                    Delivered::Complete(n) => {
+                        ready::push(n);
+                        Ok(())
+                    }
+                    Delivered::Refused => refuse(SignalErrorKind::Shutdown, v),
+                },
+                Some(false) => refuse(SignalErrorKind::Shutdown, v),
             }
         }
         Claim::Won => send(node, slot, value).or_else(|_| refuse(SignalErrorKind::Shutdown, None)),
@@ -78,7 +97,9 @@ fn send<T: Send + 'static>(
             let n = node.clone();
             owner.spawn(move || {
                 let mut v = Some(value);
-                if let Delivered::Complete(c) = n.deliver(&n, slot, &mut v) {
+                let got = percore::with(|pc| n.deliver(Some(pc), &n, slot, &mut v));
+                let got = got.unwrap_or_else(|| n.deliver(None, &n, slot, &mut v));
+                if let Delivered::Complete(c) = got {
                     // `c` (the registry's reference) is this thread's
                     // alone: the message's is dropped beside it, with no
                     // read-modify-write if the two are all there is.
@@ -101,10 +122,15 @@ fn send<T: Send + 'static>(
 /// and the registry's reference runs it.
 fn deliver_routed<T: Send + 'static>(i: u32, addr: usize, slot: usize, value: T) {
     let mut v = Some(value);
-    let complete = registry::with(|r| r.deliver_at(i, addr, |n| n.deliver_out(slot, &mut v)));
-    if let Some(n) = complete.flatten() {
-        ready::run(move || n.start(&n));
-    }
+    // One visit to the core's context: the registry, then the drain.
+    percore::with(|pc| {
+        let complete = registry::with_in(pc, |r| {
+            r.deliver_at(i, addr, |n| n.deliver_out(slot, &mut v))
+        });
+        if let Some(n) = complete.flatten() {
+            ready::run_in(pc, move || n.start(&n));
+        }
+    });
     // A value refused (never, by the protocol) is dropped here, outside
     // the registry.
     drop(v);

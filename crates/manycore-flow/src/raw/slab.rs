@@ -226,17 +226,11 @@ impl<S: Source> Drop for Lists<S> {
     }
 }
 
-thread_local! {
-    static LISTS: Lists<Global> = const { Lists::new(Global) };
-}
-
 /// A block for `layout` from this thread's lists (or the global allocator,
 /// if the thread is exiting).
 #[inline]
 pub(crate) fn alloc(layout: Layout) -> NonNull<u8> {
-    LISTS
-        .try_with(|l| l.alloc(layout))
-        .unwrap_or_else(|_| Global.get(block(layout).0))
+    crate::percore::with(|pc| pc.lists.alloc(layout)).unwrap_or_else(|| Global.get(block(layout).0))
 }
 
 /// Takes back a block from [`alloc`].
@@ -248,11 +242,11 @@ pub(crate) fn alloc(layout: Layout) -> NonNull<u8> {
 #[inline]
 pub(crate) unsafe fn free(p: NonNull<u8>, layout: Layout) {
     let mut p = Some(p);
-    let _ = LISTS.try_with(|l| {
+    crate::percore::with(|pc| {
         if let Some(p) = p.take() {
             // SAFETY: the caller's contract; every thread's lists are over
             // the global allocator, as `alloc`'s fallback is.
-            unsafe { l.free(p, layout) }
+            unsafe { pc.lists.free(p, layout) }
         }
     });
     if let Some(p) = p {
