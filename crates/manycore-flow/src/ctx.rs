@@ -90,13 +90,8 @@ impl<'a, M: Mode> Ctx<'a, M> {
     /// counts down its synchronisation counter; the instance fires when the
     /// count reaches zero. A plain local operation if `to` lives on this
     /// core, a cross-core invocation otherwise. Refused with a
-    /// [`SignalError`] (value given back) if there is no such slot or the
-    /// mode rule forbids it, and, for an instance on this core, if the slot
-    /// is filled already or the instance has fired. To an instance on
-    /// another core the signal is `Ok` once sent: the owner arbitrates the
-    /// slot when it arrives, and records a refusal (`AlreadyFilled`,
-    /// `Fired`, with the value) in the runtime's log
-    /// ([`refusals`](Self::refusals)).
+    /// [`SignalError`] (value given back) if the slot is filled already, the
+    /// instance has fired, or there is no such slot.
     pub fn continue_to<U: Send + 'static, N: Mode>(
         &self,
         to: &Instance<U, N>,
@@ -140,12 +135,6 @@ impl<'a, M: Mode> Ctx<'a, M> {
     {
         let body = Once(move |raw: RawCtx<'_>, _: Inputs<()>| body(&Ctx::from_raw(raw)));
         node::start(on, M::KIND, 0, None, body)
-    }
-
-    /// Takes the refusals of remote signals kept in this runtime's log
-    /// (any sender's, oldest first; see [`take_refusals`](crate::take_refusals)).
-    pub fn refusals(&self) -> Vec<crate::Refusal> {
-        crate::refusal::take_refusals(self.raw.core)
     }
 
     /// Takes this body's gate along, so that it stays held after the body

@@ -32,19 +32,10 @@ use std::marker::PhantomData;
 /// me.continue_to(&add, 0, 40)?;
 /// me.continue_to(&add, 1, 2)?;
 /// assert_eq!(out.wait_timeout(Duration::from_secs(10))?, 42);
-/// // Slot 1 was filled: the owner (core 1) refuses the signal when it
-/// // arrives, and logs the refusal with the value.
-/// me.continue_to(&add, 1, 7)?;
-/// let until = std::time::Instant::now() + Duration::from_secs(10);
-/// let err = loop {
-///     if let Some(r) = manycore_flow::take_refusals(rt.core(0)).pop() {
-///         break r;
-///     }
-///     assert!(std::time::Instant::now() < until, "no refusal logged");
-///     std::thread::yield_now();
-/// };
+/// // Slot 1 was filled: the sender sees it.
+/// let err = me.continue_to(&add, 1, 7).unwrap_err();
 /// assert_eq!(err.kind(), manycore_flow::SignalErrorKind::Fired);
-/// assert_eq!(err.into_value::<u64>(), Some(7));
+/// assert_eq!(err.into_value(), Some(7));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Instance<T, M: Mode = User> {
@@ -126,9 +117,8 @@ impl<T, M: Mode> Instance<T, M> {
         self.node.frame().mode
     }
 
-    /// Whether every slot has been claimed (by signals that have reached
-    /// the owner core so far; the instance fires, or has fired). A
-    /// snapshot: a signal sent from another core counts once it arrives.
+    /// Whether every slot has been filled (by signals sent so far; the
+    /// instance fires, or has fired). A snapshot.
     pub fn is_complete(&self) -> bool {
         self.node.frame().claims.is_complete()
     }
