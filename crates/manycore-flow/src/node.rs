@@ -287,19 +287,11 @@ impl<T: Send + 'static, B: Body<T>> AnyNode for Node<T, B> {
         };
         self.half
             .with(|h| {
-                if h.body.is_none() {
-                    return Delivered::Refused;
-                }
-                let Some(v) = value.take() else {
+                let Some(missing) = h.put(slot, value) else {
                     return Delivered::Refused;
                 };
-                if let Err(v) = h.slots.put(slot, v) {
-                    *value = Some(v);
-                    return Delivered::Refused;
-                }
-                h.missing = h.missing.saturating_sub(1);
                 let entry = h.entry;
-                if h.missing > 0 {
+                if missing > 0 {
                     if entry == Entry::Fresh {
                         // Made elsewhere, its creation message not here yet:
                         // a signal overtook it.
@@ -329,23 +321,13 @@ impl<T: Send + 'static, B: Body<T>> AnyNode for Node<T, B> {
             return Filled::Refused;
         };
         self.half
-            .with(|h| {
-                if h.body.is_none() {
-                    return Filled::Refused;
+            .with(|h| match h.put(slot, value) {
+                None => Filled::Refused,
+                Some(0) => {
+                    h.entry = Entry::Out;
+                    Filled::Complete
                 }
-                let Some(v) = value.take() else {
-                    return Filled::Refused;
-                };
-                if let Err(v) = h.slots.put(slot, v) {
-                    *value = Some(v);
-                    return Filled::Refused;
-                }
-                h.missing = h.missing.saturating_sub(1);
-                if h.missing > 0 {
-                    return Filled::Waiting;
-                }
-                h.entry = Entry::Out;
-                Filled::Complete
+                Some(_) => Filled::Waiting,
             })
             .unwrap_or(Filled::Refused)
     }

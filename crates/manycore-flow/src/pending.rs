@@ -102,6 +102,22 @@ impl<T, B> Pending<T, B> {
         }
     }
 
+    /// Puts the value in `value` into slot `slot`: `Some(missing)`, the
+    /// inputs still missing after it, or `None` with the value left in
+    /// `value` (the body is gone, there is no value, or the slot is taken
+    /// or out of range).
+    #[inline]
+    pub(crate) fn put(&mut self, slot: usize, value: &mut Option<T>) -> Option<usize> {
+        self.body.as_ref()?;
+        let v = value.take()?;
+        if let Err(v) = self.slots.put(slot, v) {
+            *value = Some(v);
+            return None;
+        }
+        self.missing = self.missing.saturating_sub(1);
+        Some(self.missing)
+    }
+
     /// Takes everything the instance holds, to be dropped by the caller
     /// (after the cell is released: dropping a body runs user code).
     pub(crate) fn empty(&mut self) -> (Option<B>, SlotVec<T>) {
