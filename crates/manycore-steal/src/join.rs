@@ -65,11 +65,16 @@ const fn passed_in_memory<A, B>() -> bool {
     std::mem::size_of::<A>() > WORDS2 || std::mem::size_of::<B>() > WORDS2
 }
 
-/// A join at `depth` that runs unrecorded (below the window, and the tick
-/// word is clear): true. Otherwise false: record it (and tick).
+/// A join at `depth` that runs unrecorded (below the window, not on a
+/// tick): counts it and returns true. Otherwise false: record it.
 #[inline(always)]
 pub(crate) fn count_unrecorded(local: &Local, depth: u32) -> bool {
-    depth >= LATENT_WINDOW && !local.tick_due()
+    let n = local.beat.get();
+    let counted = depth >= LATENT_WINDOW && n != 0;
+    if counted {
+        local.beat.set(n - 1);
+    }
+    counted
 }
 
 /// The recorded join of the plain form (out of line, as for `Ctx::join`).
@@ -146,7 +151,7 @@ pub struct Ctx<'a> {
 
 impl Ctx<'_> {
     #[inline(always)]
-    pub(crate) fn at(depth: u32) -> Self {
+    fn at(depth: u32) -> Self {
         Self {
             depth,
             _worker: PhantomData,

@@ -283,39 +283,3 @@ fn kick_moves_the_b_of_a_blocked_a() {
     println!("runs {RUNS:?} kicked {KICKED:?}");
     assert!(KICKED.load(Relaxed) > 0);
 }
-
-#[test]
-fn demand_reaches_a_join_below_the_window() {
-    // The default mode: joins below the window read the tick word and
-    // nothing else. The thief announces its demand at any point, also
-    // while the owner passes a join (after its load of the word); `a`
-    // waits for `b` and joins below the window meanwhile, the pool does not
-    // kick, so `a` ends only if the thief's word reaches one of those joins
-    // (or the first, recorded ones) and its tick hands `b` over. A lost
-    // demand shows as `a` spinning forever.
-    use crate::join::Ctx;
-    model(|| {
-        let pool = pool(2, 0);
-        let done = loom::sync::atomic::AtomicBool::new(false);
-        let r = pool.install_here(|| {
-            join(
-                || {
-                    let deep = Ctx::at(crate::join::LATENT_WINDOW);
-                    while !done.load(std::sync::atomic::Ordering::Acquire) {
-                        deep.join(|_| (), |_| ());
-                        loom::thread::yield_now();
-                    }
-                    1
-                },
-                || {
-                    done.store(true, std::sync::atomic::Ordering::Release);
-                    2
-                },
-            )
-        });
-        assert_eq!(r, (1, 2));
-        let s = pool.stats();
-        assert!(s.promotions > s.reclaims, "b ran on the other worker");
-        drop(pool);
-    });
-}
