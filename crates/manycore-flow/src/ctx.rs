@@ -90,8 +90,13 @@ impl<'a, M: Mode> Ctx<'a, M> {
     /// counts down its synchronisation counter; the instance fires when the
     /// count reaches zero. A plain local operation if `to` lives on this
     /// core, a cross-core invocation otherwise. Refused with a
-    /// [`SignalError`] (value given back) if the slot is filled already, the
-    /// instance has fired, or there is no such slot.
+    /// [`SignalError`] (value given back) if there is no such slot or the
+    /// mode rule forbids it, and, for an instance on this core, if the slot
+    /// is filled already or the instance has fired. To an instance on
+    /// another core the signal is `Ok` once sent: the owner arbitrates the
+    /// slot when it arrives, and records a refusal (`AlreadyFilled`,
+    /// `Fired`, with the value) in the runtime's log
+    /// ([`refusals`](Self::refusals)).
     pub fn continue_to<U: Send + 'static, N: Mode>(
         &self,
         to: &Instance<U, N>,
@@ -101,7 +106,7 @@ impl<'a, M: Mode> Ctx<'a, M> {
     where
         M: ContinuesTo<N>,
     {
-        signal::signal(self.raw.kind, to.node(), slot, value)
+        signal::signal(self.raw.kind, to.node(), to.dest(), slot, value)
     }
 
     /// [`continue_to`](Self::continue_to) the slot `to` names.
@@ -113,7 +118,7 @@ impl<'a, M: Mode> Ctx<'a, M> {
     where
         M: ContinuesTo<N>,
     {
-        signal::signal(self.raw.kind, to.node(), to.index(), value)
+        signal::signal(self.raw.kind, to.node(), to.dest(), to.index(), value)
     }
 
     /// [`signal`](Self::signal) to a slot whose mode is known only at run
@@ -124,7 +129,7 @@ impl<'a, M: Mode> Ctx<'a, M> {
         to: &AnySlot<U>,
         value: U,
     ) -> Result<(), SignalError<U>> {
-        signal::signal(self.raw.kind, to.node(), to.index(), value)
+        signal::signal(self.raw.kind, to.node(), to.dest(), to.index(), value)
     }
 
     /// Starts a new thread of the same mode with no inputs on core `on`
@@ -135,6 +140,12 @@ impl<'a, M: Mode> Ctx<'a, M> {
     {
         let body = Once(move |raw: RawCtx<'_>, _: Inputs<()>| body(&Ctx::from_raw(raw)));
         node::start(on, M::KIND, 0, None, body)
+    }
+
+    /// Takes the refusals of remote signals kept in this runtime's log
+    /// (any sender's, oldest first; see [`take_refusals`](crate::take_refusals)).
+    pub fn refusals(&self) -> Vec<crate::Refusal> {
+        crate::refusal::take_refusals(self.raw.core)
     }
 
     /// Takes this body's gate along, so that it stays held after the body
@@ -198,7 +209,7 @@ impl<M: Mode> Outside<M> {
     where
         M: ContinuesTo<N>,
     {
-        signal::signal(M::KIND, to.node(), slot, value)
+        signal::signal(M::KIND, to.node(), to.dest(), slot, value)
     }
 
     /// See [`Ctx::signal`].
@@ -210,7 +221,7 @@ impl<M: Mode> Outside<M> {
     where
         M: ContinuesTo<N>,
     {
-        signal::signal(M::KIND, to.node(), to.index(), value)
+        signal::signal(M::KIND, to.node(), to.dest(), to.index(), value)
     }
 
     /// See [`Ctx::signal_any`].
@@ -219,7 +230,7 @@ impl<M: Mode> Outside<M> {
         to: &AnySlot<U>,
         value: U,
     ) -> Result<(), SignalError<U>> {
-        signal::signal(M::KIND, to.node(), to.index(), value)
+        signal::signal(M::KIND, to.node(), to.dest(), to.index(), value)
     }
 }
 
@@ -229,5 +240,5 @@ pub(crate) fn signal_any_raw<U: Send + 'static>(
     to: &AnySlot<U>,
     value: U,
 ) -> Result<(), SignalError<U>> {
-    signal::signal(raw.kind, to.node(), to.index(), value)
+    signal::signal(raw.kind, to.node(), to.dest(), to.index(), value)
 }

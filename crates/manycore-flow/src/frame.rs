@@ -7,7 +7,7 @@
 use crate::claims::Claims;
 use crate::mode::ModeKind;
 use manycore_rt::Core;
-use manycore_sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use manycore_sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The shared record of one instance.
 pub(crate) struct Frame {
@@ -27,21 +27,20 @@ pub(crate) struct Frame {
     /// Relaxed: only the owner's own reads matter, which program order
     /// orders.
     stacked: AtomicBool,
-    /// The instance's index in its owner core's registry, once it has one
-    /// (`NO_ENTRY` before: made on another thread and not collected yet).
-    /// Written by the owner core's thread only, when it puts the instance
-    /// in its registry; read by a remote sender that has won a slot, which
-    /// then names the instance to its owner by (index, address) instead of
-    /// sending a counted reference (the README's "routed delivery").
-    /// Relaxed: a sender that reads `NO_ENTRY` takes the counted path, and
-    /// any other value it can read is the instance's one index for as long
-    /// as a won slot is undelivered (the entry changes only after every
-    /// slot is delivered).
-    entry: AtomicU32,
+    /// The instance's route in its owner core's registry (index and
+    /// generation, `registry::route`), once it has one (`NO_ENTRY` before:
+    /// made on another thread and not collected yet). Written by the owner
+    /// core's thread only, when it puts the instance in its registry; read
+    /// by a remote sender, which then names the instance to its owner by
+    /// its route instead of sending a counted reference (the README's
+    /// "routes"). Relaxed: a sender that reads `NO_ENTRY` takes the counted
+    /// path, and any other value it can read is a route the instance had;
+    /// the owner refuses a route whose generation has passed.
+    entry: AtomicU64,
 }
 
-/// No registry index known (see [`Frame::entry`]).
-pub(crate) const NO_ENTRY: u32 = u32::MAX;
+/// No route known (see [`Frame::entry`]).
+pub(crate) const NO_ENTRY: u64 = u64::MAX;
 
 impl Frame {
     #[inline]
@@ -51,7 +50,7 @@ impl Frame {
         exclusive: bool,
         inputs: usize,
         claims: Claims,
-        entry: u32,
+        entry: u64,
     ) -> Self {
         Self {
             core: Some(owner),
@@ -60,7 +59,7 @@ impl Frame {
             inputs,
             claims,
             stacked: AtomicBool::new(false),
-            entry: AtomicU32::new(entry),
+            entry: AtomicU64::new(entry),
         }
     }
 
@@ -78,18 +77,16 @@ impl Frame {
         self.stacked.load(Ordering::Relaxed)
     }
 
-    /// Records the instance's registry index (on the owner core's thread,
-    /// as it puts the instance in its registry).
+    /// Records the instance's route (on the owner core's thread, as it
+    /// puts the instance in its registry).
     #[inline]
-    pub(crate) fn set_entry(&self, i: u32) {
-        self.entry.store(i, Ordering::Relaxed);
+    pub(crate) fn set_entry(&self, route: u64) {
+        self.entry.store(route, Ordering::Relaxed);
     }
 
-    /// The instance's registry index, if its owner has recorded one. Read
-    /// by a sender that has won a slot, it is the index the instance stays
-    /// at until that slot is delivered.
+    /// The instance's route, if its owner has recorded one.
     #[inline]
-    pub(crate) fn entry(&self) -> Option<u32> {
+    pub(crate) fn entry(&self) -> Option<u64> {
         let i = self.entry.load(Ordering::Relaxed);
         (i != NO_ENTRY).then_some(i)
     }
