@@ -1,15 +1,13 @@
-//! `Claims`: the arbitration half of an instance's synchronisation counter
-//! (the CEFOS/FUCE firing rule, with MuSE's per-thread counters): one bit
-//! per input slot, set on the owner core when a signal's value for the
-//! slot arrives there. The first signal to set a bit is delivered; any
-//! later one for the same slot is refused (`Filled`, or `Fired` once every
-//! bit is set). The owner's half (a plain count of values still missing,
-//! see `pending.rs`) fires the instance when it reaches zero.
+//! `Claims`: the shared half of an instance's synchronisation counter (the
+//! CEFOS/FUCE firing rule, with MuSE's per-thread counters): one bit per
+//! input slot, set by the sender that fills the slot. Setting a bit is the
+//! right, and the duty, to deliver that slot's value to the instance's
+//! owner core; the owner's half (a plain count of values still missing, see
+//! `pending.rs`) fires the instance when it reaches zero.
 //!
-//! Only the owner core's thread writes the word (local signals run there,
-//! remote ones are messages that claim there), so a claim is a plain load
-//! and store. The word is atomic only so that any thread may read it
-//! (`Instance::is_complete`, a snapshot).
+//! The bit is what lets a sender on any core learn at once, with a typed
+//! error, that it filled a slot twice or signalled an instance that has all
+//! its inputs: exactly one `fetch_or` finds each bit clear.
 
 use manycore_sync::atomic::{AtomicU64, Ordering};
 
@@ -58,19 +56,25 @@ impl Claims {
         c
     }
 
-    /// Claims slot `slot` (< the number of inputs), on the owner core's
-    /// thread only: a plain load and store (Relaxed; no other thread
-    /// writes the word, and the owner's claims are ordered by its program
-    /// order). The values travel to the owner through messages
-    /// (release/acquire in the ring), never through this word.
+    /// Claims slot `slot` (< the number of inputs).
+    ///
+    /// Relaxed: the claim only arbitrates between senders, and the single
+    /// modification order of the word is enough for that (exactly one
+    /// `fetch_or` sees the bit clear). The value itself travels to the owner
+    /// through a message (release/acquire in the ring) or stays on the
+    /// owner's own thread, never through this word.
+    ///
+    /// Only the claimed bit of the old word is looked at, so the claim is
+    /// one locked bit-test-and-set, not a compare-and-swap loop. A loser
+    /// then reads the word to tell `Fired` from `Filled`: the word only
+    /// gains bits, so a loser that happens after the firing (after every
+    /// claim) reads it full.
     #[inline]
     pub(crate) fn claim(&self, slot: usize) -> Claim {
         let bit = 1u64 << slot;
-        let w = self.word.load(Ordering::Relaxed);
-        if w & bit == 0 {
-            self.word.store(w | bit, Ordering::Relaxed);
+        if self.word.fetch_or(bit, Ordering::Relaxed) & bit == 0 {
             Claim::Won
-        } else if w == self.full {
+        } else if self.word.load(Ordering::Relaxed) == self.full {
             Claim::Fired
         } else {
             Claim::Filled

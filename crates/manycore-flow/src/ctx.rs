@@ -90,13 +90,8 @@ impl<'a, M: Mode> Ctx<'a, M> {
     /// counts down its synchronisation counter; the instance fires when the
     /// count reaches zero. A plain local operation if `to` lives on this
     /// core, a cross-core invocation otherwise. Refused with a
-    /// [`SignalError`] (value given back) if there is no such slot or the
-    /// mode rule forbids it, and, for an instance on this core, if the slot
-    /// is filled already or the instance has fired. To an instance on
-    /// another core the signal is `Ok` once sent: the owner arbitrates the
-    /// slot when it arrives, and records a refusal (`AlreadyFilled`,
-    /// `Fired`, with the value) in the runtime's log
-    /// ([`refusals`](Self::refusals)).
+    /// [`SignalError`] (value given back) if the slot is filled already, the
+    /// instance has fired, or there is no such slot.
     pub fn continue_to<U: Send + 'static, N: Mode>(
         &self,
         to: &Instance<U, N>,
@@ -106,7 +101,7 @@ impl<'a, M: Mode> Ctx<'a, M> {
     where
         M: ContinuesTo<N>,
     {
-        signal::signal(self.raw.kind, to.node(), to.dest(), slot, value)
+        signal::signal(self.raw.kind, to.node(), slot, value)
     }
 
     /// [`continue_to`](Self::continue_to) the slot `to` names.
@@ -118,7 +113,7 @@ impl<'a, M: Mode> Ctx<'a, M> {
     where
         M: ContinuesTo<N>,
     {
-        signal::signal(self.raw.kind, to.node(), to.dest(), to.index(), value)
+        signal::signal(self.raw.kind, to.node(), to.index(), value)
     }
 
     /// [`signal`](Self::signal) to a slot whose mode is known only at run
@@ -129,7 +124,7 @@ impl<'a, M: Mode> Ctx<'a, M> {
         to: &AnySlot<U>,
         value: U,
     ) -> Result<(), SignalError<U>> {
-        signal::signal(self.raw.kind, to.node(), to.dest(), to.index(), value)
+        signal::signal(self.raw.kind, to.node(), to.index(), value)
     }
 
     /// Starts a new thread of the same mode with no inputs on core `on`
@@ -140,12 +135,6 @@ impl<'a, M: Mode> Ctx<'a, M> {
     {
         let body = Once(move |raw: RawCtx<'_>, _: Inputs<()>| body(&Ctx::from_raw(raw)));
         node::start(on, M::KIND, 0, None, body)
-    }
-
-    /// Takes the refusals of remote signals kept in this runtime's log
-    /// (any sender's, oldest first; see [`take_refusals`](crate::take_refusals)).
-    pub fn refusals(&self) -> Vec<crate::Refusal> {
-        crate::refusal::take_refusals(self.raw.core)
     }
 
     /// Takes this body's gate along, so that it stays held after the body
@@ -209,7 +198,7 @@ impl<M: Mode> Outside<M> {
     where
         M: ContinuesTo<N>,
     {
-        signal::signal(M::KIND, to.node(), to.dest(), slot, value)
+        signal::signal(M::KIND, to.node(), slot, value)
     }
 
     /// See [`Ctx::signal`].
@@ -221,7 +210,7 @@ impl<M: Mode> Outside<M> {
     where
         M: ContinuesTo<N>,
     {
-        signal::signal(M::KIND, to.node(), to.dest(), to.index(), value)
+        signal::signal(M::KIND, to.node(), to.index(), value)
     }
 
     /// See [`Ctx::signal_any`].
@@ -230,7 +219,7 @@ impl<M: Mode> Outside<M> {
         to: &AnySlot<U>,
         value: U,
     ) -> Result<(), SignalError<U>> {
-        signal::signal(M::KIND, to.node(), to.dest(), to.index(), value)
+        signal::signal(M::KIND, to.node(), to.index(), value)
     }
 }
 
@@ -240,5 +229,5 @@ pub(crate) fn signal_any_raw<U: Send + 'static>(
     to: &AnySlot<U>,
     value: U,
 ) -> Result<(), SignalError<U>> {
-    signal::signal(raw.kind, to.node(), to.dest(), to.index(), value)
+    signal::signal(raw.kind, to.node(), to.index(), value)
 }

@@ -7,7 +7,7 @@
 use crate::claims::Claims;
 use crate::mode::ModeKind;
 use manycore_rt::Core;
-use manycore_sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use manycore_sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 /// The shared record of one instance.
 pub(crate) struct Frame {
@@ -27,20 +27,21 @@ pub(crate) struct Frame {
     /// Relaxed: only the owner's own reads matter, which program order
     /// orders.
     stacked: AtomicBool,
-    /// The instance's route in its owner core's registry (index and
-    /// generation, `registry::route`), once it has one (`NO_ENTRY` before:
-    /// made on another thread and not collected yet). Written by the owner
-    /// core's thread only, when it puts the instance in its registry; read
-    /// by a remote sender, which then names the instance to its owner by
-    /// its route instead of sending a counted reference (the README's
-    /// "routes"). Relaxed: a sender that reads `NO_ENTRY` takes the counted
-    /// path, and any other value it can read is a route the instance had;
-    /// the owner refuses a route whose generation has passed.
-    entry: AtomicU64,
+    /// The instance's index in its owner core's registry, once it has one
+    /// (`NO_ENTRY` before: made on another thread and not collected yet).
+    /// Written by the owner core's thread only, when it puts the instance
+    /// in its registry; read by a remote sender that has won a slot, which
+    /// then names the instance to its owner by (index, address) instead of
+    /// sending a counted reference (the README's "routed delivery").
+    /// Relaxed: a sender that reads `NO_ENTRY` takes the counted path, and
+    /// any other value it can read is the instance's one index for as long
+    /// as a won slot is undelivered (the entry changes only after every
+    /// slot is delivered).
+    entry: AtomicU32,
 }
 
-/// No route known (see [`Frame::entry`]).
-pub(crate) const NO_ENTRY: u64 = u64::MAX;
+/// No registry index known (see [`Frame::entry`]).
+pub(crate) const NO_ENTRY: u32 = u32::MAX;
 
 impl Frame {
     #[inline]
@@ -50,7 +51,7 @@ impl Frame {
         exclusive: bool,
         inputs: usize,
         claims: Claims,
-        entry: u64,
+        entry: u32,
     ) -> Self {
         Self {
             core: Some(owner),
@@ -59,7 +60,7 @@ impl Frame {
             inputs,
             claims,
             stacked: AtomicBool::new(false),
-            entry: AtomicU64::new(entry),
+            entry: AtomicU32::new(entry),
         }
     }
 
@@ -77,16 +78,18 @@ impl Frame {
         self.stacked.load(Ordering::Relaxed)
     }
 
-    /// Records the instance's route (on the owner core's thread, as it
-    /// puts the instance in its registry).
+    /// Records the instance's registry index (on the owner core's thread,
+    /// as it puts the instance in its registry).
     #[inline]
-    pub(crate) fn set_entry(&self, route: u64) {
-        self.entry.store(route, Ordering::Relaxed);
+    pub(crate) fn set_entry(&self, i: u32) {
+        self.entry.store(i, Ordering::Relaxed);
     }
 
-    /// The instance's route, if its owner has recorded one.
+    /// The instance's registry index, if its owner has recorded one. Read
+    /// by a sender that has won a slot, it is the index the instance stays
+    /// at until that slot is delivered.
     #[inline]
-    pub(crate) fn entry(&self) -> Option<u64> {
+    pub(crate) fn entry(&self) -> Option<u32> {
         let i = self.entry.load(Ordering::Relaxed);
         (i != NO_ENTRY).then_some(i)
     }

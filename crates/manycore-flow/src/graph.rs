@@ -352,8 +352,7 @@ impl<T: Clone + Send + 'static> Graph<T> {
         drop(tx);
         for ((to, slot), value) in self.inputs.iter().zip(inputs) {
             if let Some(frame) = &frames[*to] {
-                let dest = crate::instance::Dest::of(frame);
-                signal::signal(ModeKind::User, frame, &dest, *slot, value)
+                signal::signal(ModeKind::User, frame, *slot, value)
                     .map_err(|_| FlowError::Shutdown)?;
             }
         }

@@ -63,47 +63,6 @@ fn here() -> Option<(u64, usize)> {
 }
 
 /// True if the calling thread is `core`.
-/// Whether the calling thread is core `index` of runtime `rt`.
-#[inline]
-pub(crate) fn is_at(rt: u64, index: usize) -> bool {
-    here() == Some((rt, index))
-}
-
-thread_local! {
-    /// The calling core's peers (every core of its runtime, by index),
-    /// filled once from `Core::peers` when first needed: a sender names an
-    /// owner core by its index, and finds its `Core` here without reading
-    /// the instance.
-    static PEERS: std::cell::RefCell<Vec<Core>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Runs `f` with core `index` of runtime `rt`, if the calling thread is a
-/// core of that runtime; gives `f` back otherwise (the caller falls back to
-/// the frame's owner).
-#[inline]
-pub(crate) fn with_peer<R, F: FnOnce(&Core) -> R>(rt: u64, index: usize, f: F) -> Result<R, F> {
-    if here().map(|h| h.0) != Some(rt) {
-        return Err(f);
-    }
-    let mut f = Some(f);
-    let r = PEERS
-        .try_with(|p| {
-            let mut p = p.try_borrow_mut().ok()?;
-            if p.is_empty() {
-                *p = manycore_rt::current()?.peers();
-            }
-            let c = p.get(index)?;
-            f.take().map(|f| f(c))
-        })
-        .ok()
-        .flatten();
-    match (r, f) {
-        (Some(r), _) => Ok(r),
-        (None, Some(f)) => Err(f),
-        (None, None) => unreachable!("`f` is taken only to be called"),
-    }
-}
-
 #[inline]
 pub(crate) fn is(core: &Core) -> bool {
     here() == Some((core.runtime_id(), core.index()))

@@ -11,35 +11,6 @@ use crate::raw::inputs::Inputs;
 use crate::raw::shared::Handle;
 use manycore_rt::Core;
 use std::fmt;
-
-/// What a sender needs of an instance, copied into its handles when the
-/// first is made (from the frame, once): the owner core (runtime id and
-/// index), the number of inputs, the mode and the route (or `NO_ENTRY`,
-/// read again from the frame at the send, if the instance was made off its
-/// owner and not collected yet). A signal then reads nothing of the
-/// instance's block unless it is local (the owner's own line) or the route
-/// is not known.
-#[derive(Clone, Copy)]
-pub(crate) struct Dest {
-    pub(crate) rt: u64,
-    pub(crate) core: usize,
-    pub(crate) inputs: usize,
-    pub(crate) mode: ModeKind,
-    pub(crate) route: u64,
-}
-
-impl Dest {
-    pub(crate) fn of(node: &NodeRef) -> Self {
-        let f = node.frame();
-        Self {
-            rt: f.owner().runtime_id(),
-            core: f.owner().index(),
-            inputs: f.inputs,
-            mode: f.mode,
-            route: f.entry().unwrap_or(crate::frame::NO_ENTRY),
-        }
-    }
-}
 use std::marker::PhantomData;
 
 /// A handle to an instance with inputs of type `T`, running in mode `M`
@@ -61,24 +32,14 @@ use std::marker::PhantomData;
 /// me.continue_to(&add, 0, 40)?;
 /// me.continue_to(&add, 1, 2)?;
 /// assert_eq!(out.wait_timeout(Duration::from_secs(10))?, 42);
-/// // Slot 1 was filled: the owner (core 1) refuses the signal when it
-/// // arrives, and logs the refusal with the value.
-/// me.continue_to(&add, 1, 7)?;
-/// let until = std::time::Instant::now() + Duration::from_secs(10);
-/// let err = loop {
-///     if let Some(r) = manycore_flow::take_refusals(rt.core(0)).pop() {
-///         break r;
-///     }
-///     assert!(std::time::Instant::now() < until, "no refusal logged");
-///     std::thread::yield_now();
-/// };
+/// // Slot 1 was filled: the sender sees it.
+/// let err = me.continue_to(&add, 1, 7).unwrap_err();
 /// assert_eq!(err.kind(), manycore_flow::SignalErrorKind::Fired);
-/// assert_eq!(err.into_value::<u64>(), Some(7));
+/// assert_eq!(err.into_value(), Some(7));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Instance<T, M: Mode = User> {
     node: Handle,
-    dest: Dest,
     _t: PhantomData<fn(T) -> M>,
 }
 
@@ -86,7 +47,6 @@ impl<T, M: Mode> Clone for Instance<T, M> {
     fn clone(&self) -> Self {
         Self {
             node: self.node.clone(),
-            dest: self.dest,
             _t: PhantomData,
         }
     }
@@ -121,14 +81,8 @@ impl<T: Send + 'static, M: Mode> Instance<T, M> {
 
 impl<T, M: Mode> Instance<T, M> {
     pub(crate) fn from_node(node: NodeRef) -> Self {
-        let dest = Dest::of(&node);
-        Self::with_dest(node, dest)
-    }
-
-    fn with_dest(node: NodeRef, dest: Dest) -> Self {
         Self {
             node: Handle::new(node),
-            dest,
             _t: PhantomData,
         }
     }
@@ -137,17 +91,12 @@ impl<T, M: Mode> Instance<T, M> {
         &self.node
     }
 
-    pub(crate) fn dest(&self) -> &Dest {
-        &self.dest
-    }
-
     /// The name of slot `index` (not checked here: a signal to a slot the
     /// instance does not have is refused with
     /// [`SignalErrorKind::NoSuchSlot`](crate::SignalErrorKind::NoSuchSlot)).
     pub fn slot(&self, index: usize) -> Slot<T, M> {
         Slot {
             node: (*self.node).clone(),
-            dest: self.dest,
             index,
             _t: PhantomData,
         }
@@ -155,7 +104,7 @@ impl<T, M: Mode> Instance<T, M> {
 
     /// The number of input slots.
     pub fn inputs(&self) -> usize {
-        self.dest.inputs
+        self.node.frame().inputs
     }
 
     /// The core the instance lives on.
@@ -165,12 +114,11 @@ impl<T, M: Mode> Instance<T, M> {
 
     /// The instance's mode.
     pub fn mode(&self) -> ModeKind {
-        self.dest.mode
+        self.node.frame().mode
     }
 
-    /// Whether every slot has been claimed (by signals that have reached
-    /// the owner core so far; the instance fires, or has fired). A
-    /// snapshot: a signal sent from another core counts once it arrives.
+    /// Whether every slot has been filled (by signals sent so far; the
+    /// instance fires, or has fired). A snapshot.
     pub fn is_complete(&self) -> bool {
         self.node.frame().claims.is_complete()
     }
@@ -181,7 +129,6 @@ impl<T, M: Mode> Instance<T, M> {
 /// system call, the target of a device completion).
 pub struct Slot<T, M: Mode = User> {
     node: NodeRef,
-    dest: Dest,
     index: usize,
     _t: PhantomData<fn(T) -> M>,
 }
@@ -190,7 +137,6 @@ impl<T, M: Mode> Clone for Slot<T, M> {
     fn clone(&self) -> Self {
         Self {
             node: self.node.clone(),
-            dest: self.dest,
             index: self.index,
             _t: PhantomData,
         }
@@ -212,10 +158,6 @@ impl<T, M: Mode> Slot<T, M> {
         &self.node
     }
 
-    pub(crate) fn dest(&self) -> &Dest {
-        &self.dest
-    }
-
     /// The slot's index in its instance.
     pub fn index(&self) -> usize {
         self.index
@@ -223,7 +165,7 @@ impl<T, M: Mode> Slot<T, M> {
 
     /// The instance the slot belongs to.
     pub fn instance(&self) -> Instance<T, M> {
-        Instance::with_dest(self.node.clone(), self.dest)
+        Instance::from_node(self.node.clone())
     }
 
     /// The same slot with its mode a value rather than a type (checked when
@@ -231,7 +173,6 @@ impl<T, M: Mode> Slot<T, M> {
     pub fn erase(self) -> AnySlot<T> {
         AnySlot {
             node: self.node,
-            dest: self.dest,
             index: self.index,
             _t: PhantomData,
         }
@@ -242,7 +183,6 @@ impl<T, M: Mode> Slot<T, M> {
 /// sender's mode when signalled ([`Ctx::signal_any`]).
 pub struct AnySlot<T> {
     node: NodeRef,
-    dest: Dest,
     index: usize,
     _t: PhantomData<fn(T)>,
 }
@@ -251,7 +191,6 @@ impl<T> Clone for AnySlot<T> {
     fn clone(&self) -> Self {
         Self {
             node: self.node.clone(),
-            dest: self.dest,
             index: self.index,
             _t: PhantomData,
         }
@@ -271,7 +210,6 @@ impl<T> fmt::Debug for AnySlot<T> {
 impl<T> AnySlot<T> {
     pub(crate) fn new(node: NodeRef, index: usize) -> Self {
         Self {
-            dest: Dest::of(&node),
             node,
             index,
             _t: PhantomData,
@@ -282,10 +220,6 @@ impl<T> AnySlot<T> {
         &self.node
     }
 
-    pub(crate) fn dest(&self) -> &Dest {
-        &self.dest
-    }
-
     /// The slot's index in its instance.
     pub fn index(&self) -> usize {
         self.index
@@ -293,7 +227,7 @@ impl<T> AnySlot<T> {
 
     /// The mode of the slot's instance.
     pub fn mode(&self) -> ModeKind {
-        self.dest.mode
+        self.node.frame().mode
     }
 
     /// The core the slot's instance lives on.
@@ -303,9 +237,8 @@ impl<T> AnySlot<T> {
 
     /// The typed slot, if the instance's mode is `M`.
     pub fn typed<M: Mode>(self) -> Option<Slot<T, M>> {
-        (self.dest.mode == M::KIND).then(|| Slot {
+        (self.node.frame().mode == M::KIND).then(|| Slot {
             node: self.node,
-            dest: self.dest,
             index: self.index,
             _t: PhantomData,
         })

@@ -114,7 +114,6 @@ mod percore;
 mod raw;
 mod reactor;
 mod ready;
-mod refusal;
 mod registry;
 mod signal;
 mod template;
@@ -132,7 +131,6 @@ pub use raw::inputs::{Inputs, IntoIter as InputsIntoIter};
 pub use reactor::{
     eventfd, pipe, Backend, Device, IoError, IoResult, Issuer, Reactor, ReactorStats,
 };
-pub use refusal::{refused_signals, take_refusals, Refusal};
 pub use template::Template;
 
 /// Instances pending (created, not yet fired, or waiting at a gate's queue)

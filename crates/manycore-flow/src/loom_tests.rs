@@ -1,6 +1,5 @@
 //! Loom models of manycore-flow's concurrent protocols, against the real
-//! `Claims` (the owner's arbitration of the slots) and `Registry` (its
-//! routes' generations), the real
+//! `Claims` (the shared half of the synchronisation counter), the real
 //! `OwnerCell` (who may reach an instance's owner half), the real `Shared`
 //! (an instance's reference count, and a handle's drop beside its ready
 //! stack's reference), the real
@@ -8,8 +7,8 @@
 //! reactor `Commands` (its queue and sleep handshake) and `Lease` (how
 //! polling issuers keep the reactor out of the epoll instance), and a model
 //! of the reactor's ports (a parked request and the edge that serves it),
-//! and a model of owner arbitration (remote signals that name their
-//! instance by route, claimed on the owner) against the entry's reuse.
+//! and a model of a routed delivery (a remote signal that names its
+//! instance by registry index and address) against the entry's reuse.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test
 //! --release -p manycore-flow --lib loom_tests`
@@ -20,14 +19,10 @@
 //! value and the final count would come out short.
 
 use crate::claims::{Claim, Claims};
-use crate::error::SignalErrorKind;
-use crate::frame::NO_ENTRY;
-use crate::node::Filled;
 use crate::raw::owner_cell::OwnerCell;
 use crate::raw::shared::Shared;
-use crate::registry::{route_index, Held, Registry};
 use crate::turnstile::Turnstile;
-use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use loom::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 use std::collections::VecDeque;
@@ -38,6 +33,103 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
         b.preemption_bound = Some(3);
     }
     b.check(f);
+}
+
+/// The owner core of an instance with two slots: takes deliveries from its
+/// message queue, counts down its plain (owner-only) counter and fires when
+/// it reaches zero. Returns the values it fired with.
+fn owner(queue: &Mutex<VecDeque<(usize, u32)>>, fired: &AtomicBool) -> [u32; 2] {
+    let mut slots = [None, None];
+    let mut missing = 2;
+    while missing > 0 {
+        let next = queue.lock().unwrap().pop_front();
+        match next {
+            Some((slot, v)) => {
+                assert!(slots[slot].is_none(), "slot {slot} delivered twice");
+                slots[slot] = Some(v);
+                missing -= 1;
+            }
+            None => thread::yield_now(),
+        }
+    }
+    // Release; pairs with the Acquire of a sender that looks for the firing.
+    fired.store(true, Ordering::Release);
+    [slots[0].unwrap(), slots[1].unwrap()]
+}
+
+/// Senders race for the slots of one instance: each slot is won by exactly
+/// one `fetch_or`, the winner delivers, the owner fires once with every
+/// winner's value, and a loser sees `Fired` exactly when the other slot
+/// was claimed before it, `Filled` otherwise.
+#[test]
+fn claims_each_slot_is_won_once_and_the_instance_fires_once() {
+    model(|| {
+        let claims = Arc::new(Claims::new(2));
+        let queue = Arc::new(Mutex::new(VecDeque::new()));
+        let fired = Arc::new(AtomicBool::new(false));
+        let (c1, q1) = (claims.clone(), queue.clone());
+        // Sender A: slot 0 with 10.
+        let a = thread::spawn(move || {
+            let won = c1.claim(0) == Claim::Won;
+            if won {
+                q1.lock().unwrap().push_back((0, 10));
+            }
+            won
+        });
+        let (c2, q2) = (claims.clone(), queue.clone());
+        // Sender B: slot 1 with 20, then slot 0 again with 99.
+        let b = thread::spawn(move || {
+            assert_eq!(c2.claim(1), Claim::Won);
+            q2.lock().unwrap().push_back((1, 20));
+            let second = c2.claim(0);
+            if second == Claim::Won {
+                q2.lock().unwrap().push_back((0, 99));
+            }
+            second
+        });
+        let values = owner(&queue, &fired);
+        let a_won = a.join().unwrap();
+        let b_second = b.join().unwrap();
+        // Exactly one of the two claims on slot 0 won, and its value fired.
+        assert_ne!(a_won, b_second == Claim::Won);
+        assert_eq!(values, [if a_won { 10 } else { 99 }, 20]);
+        if a_won {
+            // B claimed slot 1 before slot 0, so slot 0 lost to a full word.
+            assert_eq!(b_second, Claim::Fired);
+        }
+        assert!(claims.is_complete());
+    });
+}
+
+/// A sender that sees the instance fire, then signals it, is refused with
+/// `Fired` (the claim word is Relaxed; the happens-before through the
+/// firing is what makes its `fetch_or` read the full word).
+#[test]
+fn claims_a_signal_after_the_firing_sees_fired() {
+    model(|| {
+        let claims = Arc::new(Claims::new(2));
+        let queue = Arc::new(Mutex::new(VecDeque::new()));
+        let fired = Arc::new(AtomicBool::new(false));
+        let (c, f) = (claims.clone(), fired.clone());
+        let late = thread::spawn(move || {
+            while !f.load(Ordering::Acquire) {
+                thread::yield_now();
+            }
+            c.claim(1)
+        });
+        let (c, q) = (claims.clone(), queue.clone());
+        let producer = thread::spawn(move || {
+            for (slot, v) in [(0, 1), (1, 2)] {
+                assert_eq!(c.claim(slot), Claim::Won);
+                q.lock().unwrap().push_back((slot, v));
+            }
+        });
+        // The owner starts once the deliveries are queued (one spinner in
+        // the model at a time: the late sender).
+        producer.join().unwrap();
+        assert_eq!(owner(&queue, &fired), [1, 2]);
+        assert_eq!(late.join().unwrap(), Claim::Fired);
+    });
 }
 
 /// Two threads race to use a cell nobody owns yet (the owner half of an
@@ -590,188 +682,148 @@ fn reactor_out_of_the_instance_is_woken_by_a_request_parked_alone() {
     });
 }
 
-/// A message to the owner core in the owner-arbitration model.
+/// A message to the owner core in the routed-delivery model.
 enum Msg {
     /// The creation message of an instance made off its owner.
-    Collect,
-    /// A signal naming its instance by route (registry index and
-    /// generation): no counted reference, no claim by the sender.
-    Routed { route: u64, slot: usize, v: u32 },
-    /// A signal carrying a (counted) reference to instance A.
-    Counted { slot: usize, v: u32 },
+    Collect(u32),
+    /// A delivery naming its instance by (registry index, instance id): no
+    /// counted reference.
+    Routed { at: u32, id: u32, v: u32 },
+    /// A delivery carrying a (counted) reference to instance `id`.
+    Counted { id: u32, v: u32 },
 }
 
-/// Instance ids in the model's registry (the real `Registry`, holding ids).
-const A: u32 = 1;
-const B: u32 = 2;
+/// No registry index yet (the frame's `NO_ENTRY`).
+const NO_ENTRY: u32 = u32::MAX;
 
-impl Held for u32 {
-    fn same(&self, other: &Self) -> bool {
-        self == other
+/// One sender of a routed signal: claims slot 0, and if it wins, reads the
+/// instance's registry index (Relaxed, as the frame's) and routes by it,
+/// or, with none recorded yet, sends a counted delivery.
+fn routed_sender(
+    claims: &Claims,
+    entry: &AtomicU32,
+    queue: &Mutex<VecDeque<Msg>>,
+    id: u32,
+    v: u32,
+) -> bool {
+    if claims.claim(0) != Claim::Won {
+        return false;
     }
-
-    fn empty(self) {}
-}
-
-/// One remote sender: reads A's route from its frame (Relaxed, as
-/// `Frame::entry`) and sends `v` for slot 0 by it, or with no route yet, a
-/// counted signal. It claims nothing and writes nothing of A.
-fn remote_sender(route: &AtomicU64, queue: &Mutex<VecDeque<Msg>>, v: u32) {
-    let m = match route.load(Ordering::Relaxed) {
-        NO_ENTRY => Msg::Counted { slot: 0, v },
-        route => Msg::Routed { route, slot: 0, v },
+    let m = match entry.load(Ordering::Relaxed) {
+        NO_ENTRY => Msg::Counted { id, v },
+        at => Msg::Routed { at, id, v },
     };
     queue.lock().unwrap().push_back(m);
+    true
 }
 
-/// Owner arbitration. Instance A (two slots) is made off its owner (its
-/// creation message queued first); two remote senders race to send slot
-/// 0, each by the route it reads from A's frame or, before the owner has
-/// collected A, by a counted reference. The owner claims on arrival (the
-/// real `Claims`, owner-only), fills slot 1 itself once slot 0 is in (a
-/// local signal), and A fires; its entry is then reused by instance B
-/// (the real `Registry`, which bumps the entry's generation). Whatever
-/// the order: exactly one sender's value is delivered, the other is
-/// refused (`AlreadyFilled` while A waits, `Fired` after), a stale route
-/// (A's, arriving after B took the entry) is refused and never reaches B,
-/// and A fires once.
+/// Instance A (one slot) is made off its owner (its creation message
+/// queued first) and two senders race for its slot; the winner routes by
+/// the registry index it reads, or sends a counted delivery if the owner
+/// has not collected A yet. Once A fires, its entry is reused by instance
+/// B. Whatever the order of the claims, the collection and the index's
+/// publication: the route always finds A at its entry (never an empty
+/// entry, never B), A fires once with the winner's value, the loser sends
+/// nothing, and B receives nothing.
 #[test]
-fn owner_arbitration_delivers_one_sender_and_refuses_stale_routes() {
+fn routed_delivery_finds_its_instance_and_never_the_entry_reuser() {
+    const A: u32 = 1;
+    const B: u32 = 2;
     model(|| {
-        let route = Arc::new(AtomicU64::new(NO_ENTRY));
+        let claims = Arc::new(Claims::new(1));
+        let entry = Arc::new(AtomicU32::new(NO_ENTRY));
         let queue = Arc::new(Mutex::new(VecDeque::new()));
         let done = Arc::new(AtomicUsize::new(0));
-        queue.lock().unwrap().push_back(Msg::Collect);
+        queue.lock().unwrap().push_back(Msg::Collect(A));
         let senders: Vec<_> = [10, 20]
             .into_iter()
             .map(|v| {
-                let (r, q, d) = (route.clone(), queue.clone(), done.clone());
+                let (c, e, q) = (claims.clone(), entry.clone(), queue.clone());
+                let d = done.clone();
                 thread::spawn(move || {
-                    remote_sender(&r, &q, v);
+                    let won = routed_sender(&c, &e, &q, A, v);
                     d.fetch_add(1, Ordering::Release);
+                    won
                 })
             })
             .collect();
-        // The owner: its registry, A's claim word and owner half.
-        let mut registry = Registry::<u32>::new();
-        let claims = Claims::new(2);
-        let mut slots: [Option<u32>; 2] = [None, None];
+        // The owner: its registry (owner only), A's owner half.
+        let mut registry: Vec<Option<u32>> = Vec::new();
         let mut a_entry: Option<u32> = None;
-        let mut fresh = true;
-        let mut fired = 0;
+        let mut a_fired: Option<u32> = None;
         let mut b_got = 0;
-        let mut refused: Vec<(SignalErrorKind, u32, bool)> = Vec::new();
-        // A's owner half: a won slot's value; true when A is complete.
-        let put = |slots: &mut [Option<u32>; 2], slot: usize, v: u32| {
-            assert!(slots[slot].is_none(), "slot {slot} delivered twice");
-            slots[slot] = Some(v);
-            slots.iter().all(Option::is_some)
+        let mut handled = 0;
+        let collect = |registry: &mut Vec<Option<u32>>, id: u32| -> u32 {
+            match registry.iter().position(Option::is_none) {
+                Some(i) => {
+                    registry[i] = Some(id);
+                    i as u32
+                }
+                None => {
+                    registry.push(Some(id));
+                    (registry.len() - 1) as u32
+                }
+            }
         };
-        let kind = |c: Claim| match c {
-            Claim::Won => None,
-            Claim::Filled => Some(SignalErrorKind::AlreadyFilled),
-            Claim::Fired => Some(SignalErrorKind::Fired),
-        };
+        // Runs until A has fired and B took its entry, then until every
+        // message the senders sent is handled.
         loop {
             let next = queue.lock().unwrap().pop_front();
             let Some(m) = next else {
-                if done.load(Ordering::Acquire) == 2 && queue.lock().unwrap().is_empty() {
+                // Both senders done (after their pushes) and nothing left.
+                if a_fired.is_some()
+                    && done.load(Ordering::Acquire) == 2
+                    && queue.lock().unwrap().is_empty()
+                {
                     break;
                 }
                 thread::yield_now();
                 continue;
             };
-            let mut complete = false;
+            handled += 1;
             match m {
-                Msg::Collect => {
-                    if fresh && fired == 0 {
-                        let r = registry.insert(A);
-                        a_entry = Some(route_index(r));
-                        route.store(r, Ordering::Relaxed);
+                Msg::Collect(id) => {
+                    assert_eq!(id, A);
+                    if a_fired.is_none() && a_entry.is_none() {
+                        let i = collect(&mut registry, A);
+                        a_entry = Some(i);
+                        entry.store(i, Ordering::Relaxed);
                     }
-                    fresh = false;
                 }
-                Msg::Counted { slot, v } => match kind(claims.claim(slot)) {
-                    None => {
-                        complete = put(&mut slots, slot, v);
-                        if !complete && fresh {
-                            // A signal overtook the creation: collect.
-                            let r = registry.insert(A);
-                            a_entry = Some(route_index(r));
-                            route.store(r, Ordering::Relaxed);
-                            fresh = false;
-                        }
-                        if complete {
-                            if let Some(i) = a_entry.take() {
-                                assert_eq!(registry.take(i, &A), Some(A));
-                            }
-                        }
+                Msg::Counted { id, v } => {
+                    assert_eq!(id, A);
+                    assert!(a_fired.is_none(), "A delivered twice");
+                    if let Some(i) = a_entry.take() {
+                        registry[i as usize] = None;
                     }
-                    Some(k) => refused.push((k, v, fired > 0)),
-                },
-                Msg::Routed { route: r, slot, v } => {
-                    let mut lost = None;
-                    let got = registry.deliver_at(r, |id| {
-                        if *id == B {
-                            b_got += 1;
-                            return Filled::Refused;
-                        }
-                        match kind(claims.claim(slot)) {
-                            None if put(&mut slots, slot, v) => Filled::Complete,
-                            None => Filled::Waiting,
-                            k => {
-                                lost = k;
-                                Filled::Refused
-                            }
-                        }
-                    });
-                    match got {
-                        Ok(Some(id)) => {
-                            assert_eq!(id, A);
-                            a_entry = None;
-                            complete = true;
-                        }
-                        Ok(None) => {}
-                        Err(()) => lost = Some(SignalErrorKind::Fired),
+                    a_fired = Some(v);
+                }
+                Msg::Routed { at, id, v } => {
+                    let found = registry.get(at as usize).copied().flatten();
+                    if found == Some(B) {
+                        b_got += 1;
                     }
-                    if let Some(k) = lost {
-                        refused.push((k, v, fired > 0));
-                    }
+                    assert_eq!(found, Some(id), "a route missed its instance");
+                    assert_eq!(a_entry, Some(at));
+                    assert!(a_fired.is_none(), "A delivered twice");
+                    registry[at as usize] = None;
+                    a_entry = None;
+                    a_fired = Some(v);
                 }
             }
-            if !complete && slots[0].is_some() && slots[1].is_none() {
-                // A local signal on the owner: slot 1, claimed here too.
-                assert_eq!(claims.claim(1), Claim::Won);
-                complete = put(&mut slots, 1, 5);
-                if let Some(i) = a_entry.take() {
-                    assert_eq!(registry.take(i, &A), Some(A));
+            if a_fired.is_some() && !registry.contains(&Some(B)) {
+                // A's entry (if it had one) is free: B, made here, takes it.
+                let i = collect(&mut registry, B);
+                if let Some(j) = registry.iter().position(|e| *e == Some(B)) {
+                    assert_eq!(i as usize, j);
                 }
-            }
-            if complete {
-                fired += 1;
-                // B, made here, takes the first free entry (A's, if it had
-                // one), under a new generation.
-                registry.insert(B);
             }
         }
-        for s in senders {
-            s.join().unwrap();
-        }
-        assert_eq!(fired, 1, "A fires once");
-        assert_eq!(b_got, 0, "a stale route reached the entry's reuser");
-        assert_eq!(slots[1], Some(5));
-        let won = slots[0].unwrap();
-        assert_eq!(refused.len(), 1, "exactly one refusal");
-        let (k, v, after) = refused[0];
-        assert_eq!(v, if won == 10 { 20 } else { 10 });
-        assert_eq!(
-            k,
-            if after {
-                SignalErrorKind::Fired
-            } else {
-                SignalErrorKind::AlreadyFilled
-            }
-        );
-        assert!(claims.is_complete());
+        let won: Vec<bool> = senders.into_iter().map(|s| s.join().unwrap()).collect();
+        assert_eq!(won.iter().filter(|w| **w).count(), 1, "one winner");
+        assert_eq!(a_fired, Some(if won[0] { 10 } else { 20 }));
+        assert_eq!(b_got, 0);
+        // The creation message and the winner's delivery; nothing else.
+        assert_eq!(handled, 2);
     });
 }

@@ -60,8 +60,8 @@ pub(crate) trait AnyNode: Send + Sync + 'static {
     fn clear(&self, only_fresh: bool);
     /// The registry entry (owner only; `Out` elsewhere).
     fn entry(&self) -> Entry;
-    /// Records the registry route the instance was put in at (owner only).
-    fn set_route(&self, route: u64);
+    /// Records the registry entry (owner only).
+    fn set_entry(&self, e: Entry);
 }
 
 /// What a delivery did.
@@ -118,10 +118,7 @@ pub(crate) fn create<T: Send + 'static, B: Body<T>>(
     if local {
         // Straight into this core's registry, at the entry `make` recorded.
         let kept = registry::with(|r| r.insert(other));
-        debug_assert_eq!(
-            kept.map(|r| Entry::At(registry::route_index(r))),
-            Some(node.entry())
-        );
+        debug_assert_eq!(kept.map(Entry::At), Some(node.entry()));
         kept.ok_or(FlowError::Shutdown)?;
         return Ok(node);
     }
@@ -184,13 +181,10 @@ fn make<T: Send + 'static, B: Body<T>>(
     }
     let ready = given.is_some() || inputs == 0;
     let local = here::is(on);
-    let (entry, route) = match (ready, local) {
-        (true, _) => (Entry::Out, NO_ENTRY),
-        (false, true) => {
-            let r = registry::with(|r| r.next_route()).ok_or(FlowError::Shutdown)?;
-            (Entry::At(registry::route_index(r)), r)
-        }
-        (false, false) => (Entry::Fresh, NO_ENTRY),
+    let entry = match (ready, local) {
+        (true, _) => Entry::Out,
+        (false, true) => Entry::At(registry::with(|r| r.next_index()).ok_or(FlowError::Shutdown)?),
+        (false, false) => Entry::Fresh,
     };
     // Every thread-local first, the slot buffer (a call to the allocator)
     // last: nothing is called between making the slots and writing the node,
@@ -207,7 +201,17 @@ fn make<T: Send + 'static, B: Body<T>>(
         Claims::new(inputs)
     };
     let node = Node {
-        frame: Frame::new(owner, mode, body.gate().is_some(), inputs, claims, route),
+        frame: Frame::new(
+            owner,
+            mode,
+            body.gate().is_some(),
+            inputs,
+            claims,
+            match entry {
+                Entry::At(i) => i,
+                Entry::Fresh | Entry::Out => NO_ENTRY,
+            },
+        ),
         half: OwnerCell::new_owned(
             cell,
             Pending {
@@ -235,8 +239,8 @@ impl dyn AnyNode {
     /// Registers a fresh node in `r` (owner only).
     fn collect_into(&self, this: &NodeRef, r: &mut registry::Registry) {
         if self.entry() == Entry::Fresh {
-            let route = r.insert(this.clone());
-            self.set_route(route);
+            let i = r.insert(this.clone());
+            self.set_entry(Entry::At(i));
         }
     }
 }
@@ -293,9 +297,9 @@ impl<T: Send + 'static, B: Body<T>> AnyNode for Node<T, B> {
                         // a signal overtook it.
                         let put =
                             pc.and_then(|pc| registry::with_in(pc, |r| r.insert(this.clone())));
-                        if let Some(route) = put {
-                            h.entry = Entry::At(registry::route_index(route));
-                            self.frame.set_entry(route);
+                        if let Some(i) = put {
+                            h.entry = Entry::At(i);
+                            self.frame.set_entry(i);
                         }
                     }
                     return Delivered::Waiting;
@@ -362,10 +366,10 @@ impl<T: Send + 'static, B: Body<T>> AnyNode for Node<T, B> {
         }
         // Wait in the registry (so that shutdown finds it) while the gate's
         // queue holds its name.
-        let Some(route) = registry::with(|r| r.insert(this.clone())) else {
+        let Some(i) = registry::with(|r| r.insert(this.clone())) else {
             return self.clear(false);
         };
-        self.set_route(route);
+        self.set_entry(Entry::At(i));
         if let Some(guard) = gate.enqueue(this.clone()) {
             // Released meanwhile: it is ours after all.
             resume(this.clone(), guard);
@@ -397,10 +401,11 @@ impl<T: Send + 'static, B: Body<T>> AnyNode for Node<T, B> {
         self.half.with(|h| h.entry).unwrap_or(Entry::Out)
     }
 
-    fn set_route(&self, route: u64) {
-        self.frame.set_entry(route);
-        self.half
-            .with(|h| h.entry = Entry::At(registry::route_index(route)));
+    fn set_entry(&self, e: Entry) {
+        if let Entry::At(i) = e {
+            self.frame.set_entry(i);
+        }
+        self.half.with(|h| h.entry = e);
     }
 }
 

@@ -3,11 +3,6 @@
 //! the reference its owner keeps while it waits for signals (or for a
 //! gate); the index is recorded in the instance's owner half.
 //!
-//! Each entry has a generation, bumped whenever its instance is taken out:
-//! (index, generation) is a *route*, which names one instance for as long
-//! as it stays in its entry and nothing after (a route that outlives its
-//! instance finds another generation, and is refused).
-//!
 //! It is how shutdown reaches pending instances: when a core's thread
 //! exits, its registry empties every instance in it (bodies and values),
 //! so whatever waited on those instances (an [`Outcome`](crate::Outcome))
@@ -18,41 +13,10 @@ use crate::node::{Filled, NodeRef};
 use crate::percore::{self, PerCore};
 use crate::raw::shared::Shared;
 
-/// Pending instances of one core (`N`: what an entry holds; a model's
-/// stand-in in `loom_tests.rs`).
-pub(crate) struct Registry<N: Held = NodeRef> {
-    entries: Vec<(u32, Option<N>)>,
+/// Pending instances of one core.
+pub(crate) struct Registry {
+    entries: Vec<Option<NodeRef>>,
     free: Vec<u32>,
-}
-
-/// What a registry entry holds.
-pub(crate) trait Held {
-    /// Whether `self` and `other` are the same instance.
-    fn same(&self, other: &Self) -> bool;
-    /// Empties the instance (its core's thread exits).
-    fn empty(self);
-}
-
-impl Held for NodeRef {
-    fn same(&self, other: &Self) -> bool {
-        Shared::ptr_eq(self, other)
-    }
-
-    fn empty(self) {
-        self.clear(false);
-    }
-}
-
-/// A route: (index, generation) in one word (see [`Registry::route`]).
-#[inline]
-pub(crate) fn route(index: u32, generation: u32) -> u64 {
-    (u64::from(generation) << 32) | u64::from(index)
-}
-
-/// A route's index.
-#[inline]
-pub(crate) fn route_index(route: u64) -> u32 {
-    route as u32
 }
 
 /// Runs `f` with this thread's registry; None if the thread is exiting (its
@@ -69,7 +33,7 @@ pub(crate) fn with_in<R>(pc: &PerCore, f: impl FnOnce(&mut Registry) -> R) -> Op
     pc.registry.try_borrow_mut().ok().map(|mut r| f(&mut r))
 }
 
-impl<N: Held> Registry<N> {
+impl Registry {
     /// An empty registry.
     pub(crate) const fn new() -> Self {
         Self {
@@ -78,68 +42,56 @@ impl<N: Held> Registry<N> {
         }
     }
 
-    /// The route the next `insert` will give.
-    pub(crate) fn next_route(&self) -> u64 {
+    /// The index the next `insert` will use.
+    pub(crate) fn next_index(&self) -> u32 {
         match self.free.last() {
-            Some(&i) => route(i, self.entries[i as usize].0),
-            None => route(self.entries.len() as u32, 0),
+            Some(&i) => i,
+            None => self.entries.len() as u32,
         }
     }
 
-    /// Adds `node`; returns its route (for the node to record; its index is
-    /// the low half).
-    pub(crate) fn insert(&mut self, node: N) -> u64 {
+    /// Adds `node`; returns its index (for the node to record).
+    pub(crate) fn insert(&mut self, node: NodeRef) -> u32 {
         match self.free.pop() {
             Some(i) => {
-                let e = &mut self.entries[i as usize];
-                e.1 = Some(node);
-                route(i, e.0)
+                self.entries[i as usize] = Some(node);
+                i
             }
             None => {
-                self.entries.push((0, Some(node)));
-                route((self.entries.len() - 1) as u32, 0)
+                self.entries.push(Some(node));
+                (self.entries.len() - 1) as u32
             }
         }
-    }
-
-    /// Empties entry `i` (holding an instance) and bumps its generation.
-    #[inline]
-    fn vacate(&mut self, i: u32) -> Option<N> {
-        let e = &mut self.entries[i as usize];
-        e.0 = e.0.wrapping_add(1);
-        self.free.push(i);
-        e.1.take()
     }
 
     /// Removes and returns the entry at `i` if it is `node`.
-    pub(crate) fn take(&mut self, i: u32, node: &N) -> Option<N> {
-        let e = self.entries.get(i as usize)?;
-        if !e.1.as_ref().is_some_and(|e| e.same(node)) {
+    pub(crate) fn take(&mut self, i: u32, node: &NodeRef) -> Option<NodeRef> {
+        let slot = self.entries.get_mut(i as usize)?;
+        if !slot.as_ref().is_some_and(|e| Shared::ptr_eq(e, node)) {
             return None;
         }
-        self.vacate(i)
+        self.free.push(i);
+        slot.take()
     }
 
-    /// A routed delivery: runs `deliver` on the instance that route `r`
-    /// names, and if it says the instance is complete, takes the instance
-    /// out and returns it (to fire). `Err(())` if the route names no
-    /// instance any more (its generation has passed: the instance left
-    /// the registry). `deliver` runs no user code (it only stores a
-    /// value), so the registry may stay borrowed meanwhile.
+    /// A routed delivery: runs `deliver` on the instance at `i` if it is
+    /// the one at address `addr`, and if it says the instance is complete,
+    /// takes the instance out and returns it (to fire). `deliver` runs no
+    /// user code (it only stores a value), so the registry may stay
+    /// borrowed meanwhile.
     pub(crate) fn deliver_at(
         &mut self,
-        r: u64,
-        deliver: impl FnOnce(&N) -> Filled,
-    ) -> Result<Option<N>, ()> {
-        let i = route_index(r);
-        let node = match self.entries.get(i as usize) {
-            Some(e) if route(i, e.0) == r => e.1.as_ref().ok_or(())?,
-            _ => return Err(()),
-        };
+        i: u32,
+        addr: usize,
+        deliver: impl FnOnce(&NodeRef) -> Filled,
+    ) -> Option<NodeRef> {
+        let slot = self.entries.get_mut(i as usize)?;
+        let node = slot.as_ref().filter(|e| e.addr() == addr)?;
         if deliver(node) != Filled::Complete {
-            return Ok(None);
+            return None;
         }
-        Ok(self.vacate(i))
+        self.free.push(i);
+        slot.take()
     }
 
     /// Instances pending here.
@@ -148,16 +100,13 @@ impl<N: Held> Registry<N> {
     }
 }
 
-impl<N: Held> Drop for Registry<N> {
+impl Drop for Registry {
     fn drop(&mut self) {
         // The core's thread is exiting (its runtime shut down): empty every
         // instance still pending here, bodies and values with them. A drop
         // that signals again finds the registry gone (`with` returns None).
-        for e in std::mem::take(&mut self.entries)
-            .into_iter()
-            .filter_map(|e| e.1)
-        {
-            e.empty();
+        for e in std::mem::take(&mut self.entries).into_iter().flatten() {
+            e.clear(false);
         }
     }
 }

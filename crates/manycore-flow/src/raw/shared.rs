@@ -148,6 +148,12 @@ impl<T: ?Sized> Shared<T> {
         std::ptr::addr_eq(a.ptr.as_ptr(), b.ptr.as_ptr())
     }
 
+    /// The address of the value this reference counts (the same for
+    /// every reference to it): a name for it that holds no count.
+    pub(crate) fn addr(&self) -> usize {
+        self.ptr.as_ptr().cast::<u8>() as usize
+    }
+
     fn counted(&self) -> &Counted<T> {
         // SAFETY: `ptr` came from `Block::fill`, which wrote a `Counted<T>`
         // into it, and the block is freed only when the count drops to zero, which

@@ -128,9 +128,7 @@ pub struct ReactorStats {
     /// Requests answered with an [`IoError`].
     pub failed: u64,
     /// Answers whose receiver refused the signal (its slot was filled by
-    /// someone else, it had fired, or its runtime had shut down). A
-    /// receiver on another core refuses on its core, after the answer was
-    /// sent: such a refusal is counted when it is made there.
+    /// someone else, it had fired, or its runtime had shut down).
     pub refused: u64,
     /// Requests that had to wake the reactor thread.
     pub wakeups: u64,

@@ -9,7 +9,6 @@ use crate::mode::ModeKind;
 use manycore_sync::atomic::{AtomicU64, Ordering};
 use manycore_sync::CachePadded;
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 /// A device request and the receiver it was made for.
 pub(crate) enum Req {
@@ -89,10 +88,6 @@ pub(crate) struct Tally {
     pub(crate) completed: AtomicU64,
     pub(crate) failed: AtomicU64,
     pub(crate) refused: AtomicU64,
-    /// Answers refused on their receivers' cores (remote signals are
-    /// refused asynchronously; the owner bumps this counter, which the
-    /// answer's message carries).
-    pub(crate) refused_there: Arc<std::sync::atomic::AtomicU64>,
     /// Answered by a thread that served the device (the direct path).
     pub(crate) served: AtomicU64,
 }
@@ -122,13 +117,12 @@ impl Counters {
         let l = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let (r, d) = (&self.reactor, &*self.direct);
         let both = |f: fn(&Tally) -> &AtomicU64| l(f(r)) + l(f(d));
-        let there = |t: &Tally| t.refused_there.load(std::sync::atomic::Ordering::Relaxed);
         ReactorStats {
             devices: l(&self.devices),
             requests: both(|t| &t.requests),
             completed: both(|t| &t.completed),
             failed: both(|t| &t.failed),
-            refused: both(|t| &t.refused) + there(r) + there(d),
+            refused: both(|t| &t.refused),
             wakeups: l(&self.wakeups),
             waits: l(&self.waits),
             direct: l(&d.served),
@@ -152,31 +146,22 @@ pub(crate) fn answer(req: Req, answer: Answer, counters: &Tally) {
         1,
     );
     let delivered = match (req, answer) {
-        (Req::Read { to, .. }, Answer::Read(buf)) => signal(&to, Ok(buf), counters),
-        (Req::Read { to, .. }, Answer::Failed(e)) => signal(&to, Err(e), counters),
-        (Req::Write { to, .. }, Answer::Wrote(n)) => signal(&to, Ok(n), counters),
-        (Req::Write { to, .. }, Answer::Failed(e)) => signal(&to, Err(e), counters),
+        (Req::Read { to, .. }, Answer::Read(buf)) => signal(&to, Ok(buf)),
+        (Req::Read { to, .. }, Answer::Failed(e)) => signal(&to, Err(e)),
+        (Req::Write { to, .. }, Answer::Wrote(n)) => signal(&to, Ok(n)),
+        (Req::Write { to, .. }, Answer::Failed(e)) => signal(&to, Err(e)),
         // Not made by the engines (an answer is built for its request by
         // `outcome`); answered rather than dropped all the same.
-        (Req::Read { to, .. }, Answer::Wrote(_)) => {
-            signal(&to, Err(IoError::Os(libc::EINVAL)), counters)
-        }
-        (Req::Write { to, .. }, Answer::Read(_)) => {
-            signal(&to, Err(IoError::Os(libc::EINVAL)), counters)
-        }
+        (Req::Read { to, .. }, Answer::Wrote(_)) => signal(&to, Err(IoError::Os(libc::EINVAL))),
+        (Req::Write { to, .. }, Answer::Read(_)) => signal(&to, Err(IoError::Os(libc::EINVAL))),
     };
     if !delivered {
         add(&counters.refused, 1);
     }
 }
 
-/// A refusal made here (a local receiver's, or the runtime shut down) is
-/// the `false`; one made on a remote receiver's core is counted there, in
-/// `refused_there`.
-fn signal<T: Send + 'static>(to: &AnySlot<T>, v: T, counters: &Tally) -> bool {
-    let tally = Some(&counters.refused_there);
-    crate::signal::signal_tallied(ModeKind::Kernel, to.node(), to.dest(), to.index(), v, tally)
-        .is_ok()
+fn signal<T: Send + 'static>(to: &AnySlot<T>, v: T) -> bool {
+    crate::signal::signal(ModeKind::Kernel, to.node(), to.index(), v).is_ok()
 }
 
 /// Answers every request in `queues` (from the front, the first `skip[d]`

@@ -3,8 +3,7 @@
 
 #![allow(dead_code)]
 
-use manycore_flow::{take_refusals, Refusal};
-use manycore_rt::{Core, IdlePolicy, Runtime};
+use manycore_rt::{IdlePolicy, Runtime};
 use std::time::{Duration, Instant};
 
 /// How long a test waits for anything before it fails.
@@ -26,18 +25,4 @@ pub fn eventually(what: &str, cond: impl Fn() -> bool) {
         assert!(Instant::now() < end, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(1));
     }
-}
-
-/// Waits (bounded) for `n` refusals of remote signals in `core`'s
-/// runtime's log, and returns them (oldest first).
-pub fn refusals(core: &Core, n: usize) -> Vec<Refusal> {
-    let end = Instant::now() + WAIT;
-    let mut got = Vec::new();
-    while got.len() < n {
-        got.extend(take_refusals(core));
-        assert!(Instant::now() < end, "timed out waiting for {n} refusals");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    assert_eq!(got.len(), n, "more refusals than signals refused");
-    got
 }
