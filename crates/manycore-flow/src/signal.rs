@@ -38,33 +38,27 @@ pub(crate) fn signal<T: Send + 'static>(
         Claim::Fired => refuse(SignalErrorKind::Fired, Some(value)),
         Claim::Won if here::is(frame.owner()) => {
             // Local: a plain operation on this core; the firing goes on its
-            // ready stack (or queue, outside a body).
-            // One visit to the core's context: the registry, then the
-            // ready stack.
+            // ready stack (or queue, outside a body). One visit to the
+            // core's context: the registry, then the ready stack; a firing
+            // the stack does not take comes back as `Complete`, to be sent.
             let mut v = Some(value);
-            let done = percore::with(|pc| match node.deliver(Some(pc), node, slot, &mut v) {
-                Delivered::Waiting => true,
-                Delivered::Complete(n) => {
-                    if let Some(n) = ready::push_in(pc, n) {
-                        ready::send_home(n);
-                    }
-                    true
-                }
-                Delivered::Refused => false,
-            });
-            match done {
-                Some(true) => Ok(()),
-                // The thread is exiting (its context gone): delivered
-                // without a registry, fired by a message.
-                None => match node.deliver(None, node, slot, &mut v) {
-                    Delivered::Waiting => Ok(()),
-                    Delivered::Complete(n) => {
-                        ready::push(n);
-                        Ok(())
-                    }
-                    Delivered::Refused => refuse(SignalErrorKind::Shutdown, v),
+            let got = percore::with(|pc| match node.deliver(Some(pc), node, slot, &mut v) {
+                Delivered::Complete(n) => match ready::push_in(pc, n) {
+                    Some(n) => Delivered::Complete(n),
+                    None => Delivered::Waiting,
                 },
-                Some(false) => refuse(SignalErrorKind::Shutdown, v),
+                other => other,
+            })
+            // The thread is exiting (its context gone): delivered without
+            // a registry, fired by a message.
+            .unwrap_or_else(|| node.deliver(None, node, slot, &mut v));
+            match got {
+                Delivered::Waiting => Ok(()),
+                Delivered::Complete(n) => {
+                    ready::send_home(n);
+                    Ok(())
+                }
+                Delivered::Refused => refuse(SignalErrorKind::Shutdown, v),
             }
         }
         Claim::Won => send(node, slot, value).or_else(|_| refuse(SignalErrorKind::Shutdown, None)),
