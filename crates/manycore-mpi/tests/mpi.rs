@@ -603,6 +603,60 @@ fn collectives(w: &World) -> Result<(), String> {
     )
 }
 
+/// Collectives back to back, calls to cores between them (the engine
+/// must serve again between the collectives), and a rank late to a
+/// reduce, an all-reduce and a broadcast (its partners yield, then sleep
+/// until their partial is delivered), with the engine receiving the
+/// partials and with the waiters polling MPI themselves (`coll_poll`).
+fn collectives_stream(w: &World) -> Result<(), String> {
+    let e = |e: Error| e.to_string();
+    let c = |e: CallError| e.to_string();
+    let (r, n) = (w.rank() as u64, w.size() as u64);
+    let next = (w.rank() + 1) % w.size();
+    for poll in [false, true] {
+        w.set_tuning(Tuning {
+            coll_poll: poll,
+            ..Tuning::DEFAULT
+        });
+        for i in 0..2000u64 {
+            let red = w.reduce(r + i, |a, b| a + b).map_err(e)?;
+            if w.rank() == 0 {
+                let want = n * (n - 1) / 2 + n * i;
+                ensure(red == Some(want), format!("reduce {i}: {red:?}"))?;
+            }
+            if i % 250 == 0 {
+                let v = w
+                    .place(next, 1)
+                    .call(&square, i)
+                    .wait_timeout(T)
+                    .map_err(c)?;
+                ensure(v == i * i, format!("call between collectives: {v}"))?;
+                let s = w.all_reduce(r, |a, b| a + b).map_err(e)?;
+                ensure(s == n * (n - 1) / 2, format!("all_reduce {i}: {s}"))?;
+            }
+        }
+        for late in [0, w.size() - 1] {
+            if w.rank() == late {
+                std::thread::sleep(Duration::from_millis(3));
+            }
+            let red = w.reduce(r, |a, b| a + b).map_err(e)?;
+            ensure(
+                (w.rank() == 0) == red.is_some() && red.is_none_or(|v| v == n * (n - 1) / 2),
+                format!("late reduce: {red:?}"),
+            )?;
+            if w.rank() == late {
+                std::thread::sleep(Duration::from_millis(3));
+            }
+            let s = w.all_reduce(r, |a, b| a + b).map_err(e)?;
+            ensure(s == n * (n - 1) / 2, format!("late all_reduce: {s}"))?;
+            let b = w.broadcast((w.rank() == 0).then_some(7u64)).map_err(e)?;
+            ensure(b == 7, format!("broadcast: {b}"))?;
+        }
+    }
+    w.set_tuning(Tuning::default());
+    Ok(())
+}
+
 fn distributed_join(w: &World) -> Result<(), String> {
     let e = |e: Error| e.to_string();
     for p in [
@@ -639,7 +693,7 @@ fn main() {
         .timeout(Duration::from_secs(60))
         .init()
         .expect("World::init");
-    let cases: [Case; 11] = [
+    let cases: [Case; 12] = [
         ("calls", calls),
         ("calls_engine_only", calls_engine_only),
         ("adaptive_waits", adaptive_waits),
@@ -650,6 +704,7 @@ fn main() {
         ("method_order", method_order),
         ("groups", groups),
         ("collectives", collectives),
+        ("collectives_stream", collectives_stream),
         ("distributed_join", distributed_join),
     ];
     let mut cases_failed = 0u64;
