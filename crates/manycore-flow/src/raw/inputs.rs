@@ -2,20 +2,20 @@
 //! receives them, in the block `SlotVec` filled (see `slot_vec.rs`), and
 //! their by-value iterator.
 
-use super::slot_vec::free_block;
+use super::slot_vec::Store;
 use std::fmt;
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 use std::ops::{Deref, DerefMut};
-use std::ptr::NonNull;
 
 /// The values of an instance's input slots, in slot order, as its body
 /// receives them: a slice (`xs[0]`, `xs.iter()`, `xs.len()`), or values
 /// to move out (`xs.into_iter()`, [`into_vec`](Self::into_vec)). They live
-/// in a block of the core's free lists, not in a `Vec`: a firing costs no
-/// allocation and no free.
+/// in a block of the core's free lists, not in a `Vec` (a single value in
+/// the `Inputs` itself): a firing costs no allocation and no free.
 pub struct Inputs<T> {
-    ptr: NonNull<T>,
+    /// The values' room (a block, or the one value inline).
+    store: Store<T>,
     len: usize,
     _owns: PhantomData<T>,
 }
@@ -27,32 +27,45 @@ unsafe impl<T: Send> Send for Inputs<T> {}
 unsafe impl<T: Sync> Sync for Inputs<T> {}
 
 impl<T> Inputs<T> {
-    /// Takes over a block of `len` values.
+    /// Takes over a store of `len` values.
     ///
     /// # Safety
     ///
-    /// `ptr` came from `slot_vec::alloc_block::<T>(len)`, its `len` values
-    /// are all live, and nothing else owns them or the block.
-    pub(super) unsafe fn from_block(ptr: NonNull<T>, len: usize) -> Self {
+    /// `store` came from `Store::new(len)`, its `len` values are all live,
+    /// and nothing else owns them or its block.
+    pub(super) unsafe fn from_store(store: Store<T>, len: usize) -> Self {
         Self {
-            ptr,
+            store,
             len,
             _owns: PhantomData,
         }
     }
 
+    /// Where the first value is.
+    #[inline(always)]
+    fn base(&self) -> *const T {
+        self.store.ptr(self.len)
+    }
+
+    /// `base`, for writing.
+    #[inline(always)]
+    fn base_mut(&mut self) -> *mut T {
+        self.store.ptr_mut(self.len)
+    }
+
     /// The values as a `Vec` (one allocation, and a copy of the values).
     pub fn into_vec(self) -> Vec<T> {
         let mut v = Vec::with_capacity(self.len);
-        let this = ManuallyDrop::new(self);
-        // SAFETY: the `len` values of the block are live and move into
+        let mut this = ManuallyDrop::new(self);
+        let len = this.len;
+        // SAFETY: the `len` values of the store are live and move into
         // `v`'s buffer (of capacity `len`, a distinct allocation); `v` owns
-        // them from `set_len` on, and the block, now holding no live value,
+        // them from `set_len` on, and the store, now holding no live value,
         // is freed once (`this` is forgotten, so `Drop` does not run).
         unsafe {
-            std::ptr::copy_nonoverlapping(this.ptr.as_ptr(), v.as_mut_ptr(), this.len);
-            v.set_len(this.len);
-            free_block(this.ptr, this.len);
+            std::ptr::copy_nonoverlapping(this.base(), v.as_mut_ptr(), len);
+            v.set_len(len);
+            this.store.free(len);
         }
         v
     }
@@ -63,9 +76,9 @@ impl<T> Deref for Inputs<T> {
 
     #[inline]
     fn deref(&self) -> &[T] {
-        // SAFETY: the block holds `len` live values (all slots were filled
+        // SAFETY: the store holds `len` live values (all slots were filled
         // before the `Inputs` was made), owned by `self`.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        unsafe { std::slice::from_raw_parts(self.base(), self.len) }
     }
 }
 
@@ -73,17 +86,18 @@ impl<T> DerefMut for Inputs<T> {
     #[inline]
     fn deref_mut(&mut self) -> &mut [T] {
         // SAFETY: as for `deref`, and `&mut self` makes the borrow unique.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+        unsafe { std::slice::from_raw_parts_mut(self.base_mut(), self.len) }
     }
 }
 
 impl<T> Drop for Inputs<T> {
     fn drop(&mut self) {
+        let len = self.len;
         // SAFETY: the `len` values are live and owned by `self`: dropped
-        // once, here; then the block, holding no live value, freed once.
+        // once, here; then the store, holding no live value, freed once.
         unsafe {
-            std::ptr::slice_from_raw_parts_mut(self.ptr.as_ptr(), self.len).drop_in_place();
-            free_block(self.ptr, self.len);
+            std::ptr::slice_from_raw_parts_mut(self.base_mut(), len).drop_in_place();
+            self.store.free(len);
         }
     }
 }
@@ -151,7 +165,9 @@ impl<T> IntoIterator for Inputs<T> {
     fn into_iter(self) -> IntoIter<T> {
         let this = ManuallyDrop::new(self);
         IntoIter {
-            ptr: this.ptr,
+            // SAFETY: `this` is forgotten, so its store moves to the
+            // iterator once.
+            store: unsafe { std::ptr::read(&this.store) },
             len: this.len,
             next: 0,
             end: this.len,
@@ -162,13 +178,21 @@ impl<T> IntoIterator for Inputs<T> {
 
 /// The values of an [`Inputs`], moved out in slot order.
 pub struct IntoIter<T> {
-    ptr: NonNull<T>,
+    store: Store<T>,
     /// The block's size in values.
     len: usize,
     /// Values `next..end` are live; the others were moved out.
     next: usize,
     end: usize,
     _owns: PhantomData<T>,
+}
+
+impl<T> IntoIter<T> {
+    /// Where the first value is.
+    #[inline(always)]
+    fn base(&mut self) -> *mut T {
+        self.store.ptr_mut(self.len)
+    }
 }
 
 // SAFETY: as for `Inputs`: the iterator owns the values left.
@@ -188,7 +212,7 @@ impl<T> Iterator for IntoIter<T> {
         self.next += 1;
         // SAFETY: value `k` is in `next..end` (live, owned by the iterator)
         // and leaves that range above, so it is read out once.
-        Some(unsafe { self.ptr.as_ptr().add(k).read() })
+        Some(unsafe { self.base().add(k).read() })
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -205,7 +229,7 @@ impl<T> DoubleEndedIterator for IntoIter<T> {
         self.end -= 1;
         // SAFETY: value `end` was the last of `next..end` (live, owned by
         // the iterator) and has left that range: read out once.
-        Some(unsafe { self.ptr.as_ptr().add(self.end).read() })
+        Some(unsafe { self.base().add(self.end).read() })
     }
 }
 
@@ -213,13 +237,14 @@ impl<T> ExactSizeIterator for IntoIter<T> {}
 
 impl<T> Drop for IntoIter<T> {
     fn drop(&mut self) {
+        let len = self.len;
         // SAFETY: values `next..end` are live and owned here: dropped once;
-        // the others were moved out. The block (of `len` values, from
-        // `alloc_block`) then holds nothing live and is freed once.
+        // the others were moved out. The store (of `len` values, from
+        // `Store::new(len)`) then holds nothing live and is freed once.
         unsafe {
-            let rest = self.ptr.as_ptr().add(self.next);
+            let rest = self.base().add(self.next);
             std::ptr::slice_from_raw_parts_mut(rest, self.end - self.next).drop_in_place();
-            free_block(self.ptr, self.len);
+            self.store.free(len);
         }
     }
 }

@@ -9,7 +9,8 @@
 //! * `owner_cell.rs`: a cell only the thread that owns it can reach (an
 //!   instance's owner half, in the instance's one allocation);
 //! * `slot_vec.rs`: input slots filled in any order, in a block of the
-//!   free lists, that become the body's `Inputs` in place;
+//!   free lists (one slot inline, with no block), that become the body's
+//!   `Inputs` in place;
 //! * `inputs.rs`: `Inputs`, the values a body receives, owning that block
 //!   and giving it back to the free lists when dropped;
 //! * `shared.rs`: a counted reference with one count (an instance's

@@ -6,13 +6,94 @@
 //! that drops it, so a firing calls the allocator neither for its values
 //! nor to free them (a `Vec` would be one `malloc` and one `free` a
 //! firing).
+//!
+//! One slot is the common case (a continuation that waits for one value):
+//! its value is kept inline, in the `SlotVec` (so in the instance's own
+//! block) and then in the `Inputs`, with no block at all: a one-input
+//! instance's firing touches no line but its own, and visits the free
+//! lists neither when it is made nor when its values are dropped.
 
 use super::inputs::Inputs;
 use super::slab;
 use std::alloc::Layout;
 use std::marker::PhantomData;
-use std::mem::ManuallyDrop;
+use std::mem::{ManuallyDrop, MaybeUninit};
 use std::ptr::NonNull;
+
+/// Whether `n` values are kept inline (in the [`Store`] itself) rather
+/// than in a block: exactly when `n` is 1.
+#[inline(always)]
+pub(super) fn inline(n: usize) -> bool {
+    n == 1
+}
+
+/// Where `n` values are (`n` known to the holder): a block of `n` from the
+/// free lists, or, for one value, the value itself in the same room. The
+/// two are never both in use, so a value no larger than a pointer is kept
+/// inline at no cost in size. `repr(C)`: both fields at offset 0.
+#[repr(C)]
+pub(super) union Store<T> {
+    block: NonNull<T>,
+    one: ManuallyDrop<MaybeUninit<T>>,
+}
+
+impl<T> Store<T> {
+    /// Room for `n` values.
+    #[inline]
+    fn new(n: usize) -> Self {
+        if inline(n) {
+            Store {
+                one: ManuallyDrop::new(MaybeUninit::uninit()),
+            }
+        } else {
+            Store {
+                block: alloc_block::<T>(n),
+            }
+        }
+    }
+
+    /// Where value 0 of the `n` is (`n` as given to `new`).
+    #[inline(always)]
+    pub(super) fn ptr(&self, n: usize) -> *const T {
+        if inline(n) {
+            // `one`, at offset 0 (`repr(C)`), laid out as a `T`
+            // (`ManuallyDrop` and `MaybeUninit` are transparent).
+            (self as *const Self).cast::<T>()
+        } else {
+            // SAFETY: with `n` not inline, `new` wrote `block`, and nothing
+            // writes `one` (every write goes through `ptr_mut(n)`, which
+            // then points into the block).
+            unsafe { self.block }.as_ptr()
+        }
+    }
+
+    /// `ptr`, for writing.
+    #[inline(always)]
+    pub(super) fn ptr_mut(&mut self, n: usize) -> *mut T {
+        if inline(n) {
+            (self as *mut Self).cast::<T>()
+        } else {
+            // SAFETY: as in `ptr`.
+            unsafe { self.block }.as_ptr()
+        }
+    }
+
+    /// Gives back the block, if the values were in one.
+    ///
+    /// # Safety
+    ///
+    /// `n` is the `n` given to `new`, none of the values is live any more
+    /// (dropped or moved out), and this is called once.
+    #[inline]
+    pub(super) unsafe fn free(&mut self, n: usize) {
+        if !inline(n) {
+            // SAFETY: not inline: `block` came from `alloc_block::<T>(n)`
+            // (see `ptr`); no value in it is live, and it is freed once
+            // (the caller's contract).
+            unsafe { free_block(self.block, n) };
+        }
+    }
+}
 
 /// A block for `n` values of `T`: from the free lists, or dangling (and
 /// never freed) when it would be empty.
@@ -30,7 +111,7 @@ fn alloc_block<T>(n: usize) -> NonNull<T> {
 ///
 /// `p` came from `alloc_block::<T>(n)` with this `n`, none of its values
 /// is live any more (dropped or moved out), and it is freed once.
-pub(super) unsafe fn free_block<T>(p: NonNull<T>, n: usize) {
+unsafe fn free_block<T>(p: NonNull<T>, n: usize) {
     if let Ok(l) = Layout::array::<T>(n) {
         if l.size() > 0 {
             // SAFETY: by the contract, `p` came from `slab::alloc(l)` (the
@@ -42,9 +123,9 @@ pub(super) unsafe fn free_block<T>(p: NonNull<T>, n: usize) {
 
 /// Up to 64 values, each written at most once, in any order.
 pub(crate) struct SlotVec<T> {
-    /// A block of `n` values; slot `k` is live when bit `k` of `filled` is
-    /// set.
-    ptr: NonNull<T>,
+    /// Room for `n` values (a block, or the value inline when `n` is 1);
+    /// slot `k` is live when bit `k` of `filled` is set.
+    store: Store<T>,
     n: usize,
     /// Bit `k` set: slot `k` holds a value.
     filled: u64,
@@ -63,11 +144,17 @@ impl<T> SlotVec<T> {
     pub(crate) fn new(n: usize) -> Self {
         assert!(n <= 64, "at most 64 slots");
         Self {
-            ptr: alloc_block::<T>(n),
+            store: Store::new(n),
             n,
             filled: 0,
             _owns: PhantomData,
         }
+    }
+
+    /// Where slot 0 is.
+    #[inline(always)]
+    fn base(&mut self) -> *mut T {
+        self.store.ptr_mut(self.n)
     }
 
     /// Slots holding `values`, in order (at most 64 of them).
@@ -75,12 +162,13 @@ impl<T> SlotVec<T> {
         let n = values.len();
         let mut s = Self::new(n);
         let mut values = ManuallyDrop::new(values);
-        // SAFETY: `values` holds `n` initialised values and `s.ptr` is a
-        // fresh block of `n` (distinct allocations: no overlap). The values
-        // move to the block: `set_len(0)` below makes the `Vec` forget them
-        // before its buffer is freed.
+        // SAFETY: `values` holds `n` initialised values and `s.base()` is
+        // room for `n` (a fresh block, or the store for a single value; distinct
+        // from the `Vec`'s buffer: no overlap). The values move there:
+        // `set_len(0)` below makes the `Vec` forget them before its buffer
+        // is freed.
         unsafe {
-            std::ptr::copy_nonoverlapping(values.as_ptr(), s.ptr.as_ptr(), n);
+            std::ptr::copy_nonoverlapping(values.as_ptr(), s.base(), n);
             values.set_len(0);
             ManuallyDrop::drop(&mut values);
         }
@@ -95,10 +183,10 @@ impl<T> SlotVec<T> {
         if k >= self.n || self.filled & (1 << k) != 0 {
             return Err(v);
         }
-        // SAFETY: `k < n`, so the write is inside the block of `n` values,
-        // and slot `k` holds no live value (its bit is clear), so nothing
-        // is overwritten without being dropped.
-        unsafe { self.ptr.as_ptr().add(k).write(v) };
+        // SAFETY: `k < n`, so the write is inside the room for `n` values
+        // (the store or its block), and slot `k` holds no live value (its bit
+        // is clear), so nothing is overwritten without being dropped.
+        unsafe { self.base().add(k).write(v) };
         self.filled |= 1 << k;
         Ok(())
     }
@@ -116,11 +204,13 @@ impl<T> SlotVec<T> {
             return Err(self);
         }
         let this = ManuallyDrop::new(self);
-        // The block and its `n` values, all written (`filled` is full), pass
-        // to the `Inputs`, which drops and frees them; `this` is forgotten.
-        // SAFETY: as just said, the block holds `n` live values, from
-        // `alloc_block::<T>(n)`, that nothing else owns any more.
-        Ok(unsafe { Inputs::from_block(this.ptr, this.n) })
+        // The store and its `n` values, all written (`filled` is full), pass
+        // to the `Inputs`, which drops and frees them; `this` is forgotten,
+        // so the store is moved out once.
+        // SAFETY: as just said, the store (of `Store::new(n)`) holds `n` live
+        // values that nothing else owns any more; the read moves it out of
+        // `this`, which is never used again.
+        Ok(unsafe { Inputs::from_store(std::ptr::read(&this.store), this.n) })
     }
 }
 
@@ -131,12 +221,12 @@ impl<T> Drop for SlotVec<T> {
                 // SAFETY: bit `k` says slot `k` was written and not moved out
                 // since (`into_inputs` forgets the `SlotVec` when it hands
                 // the values on); it is dropped once, here.
-                unsafe { self.ptr.as_ptr().add(k).drop_in_place() };
+                unsafe { self.base().add(k).drop_in_place() };
             }
         }
-        // SAFETY: the block came from `alloc_block::<T>(self.n)`, every
-        // value in it was dropped just above, and this is its one free.
-        unsafe { free_block(self.ptr, self.n) };
+        // SAFETY: the store came from `Store::new(self.n)`, every value in
+        // it was dropped just above, and this is its one free.
+        unsafe { self.store.free(self.n) };
     }
 }
 
