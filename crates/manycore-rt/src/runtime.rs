@@ -124,8 +124,10 @@ impl Builder {
         self.idle = policy;
         self
     }
-    /// Pin core i to the i-th CPU of the original CPU set (default true;
-    /// ignored, with pinning off, when there are more cores than CPUs).
+    /// Pin core i to the i-th CPU of the original CPU set (default true).
+    /// With more cores than CPUs, core i starts on CPU i mod CPUs and moves
+    /// to the next CPU of the set whenever it finds itself starved where it
+    /// is (a yield that returned only after milliseconds).
     pub fn pin(mut self, pin: bool) -> Self {
         self.pin = pin;
         self
@@ -232,6 +234,7 @@ impl Builder {
             n,
             lanes,
             idle: self.idle,
+            roam: self.pin && oversubscribed,
             mailboxes: (0..n).map(|_| Mailbox::new(sources)).collect(),
             new_rings: (0..n).map(|_| HandoffTable::new(sources)).collect(),
             ring_capacity: cap,
@@ -251,7 +254,9 @@ impl Builder {
             name: self.name.clone(),
         });
 
-        let pin = self.pin && !oversubscribed;
+        // With more cores than CPUs, core i still starts pinned to CPU i mod
+        // CPUs (README.md, "Idle policies": where a core yields).
+        let pin = self.pin;
         let mut threads = Vec::with_capacity(n);
         let mut result = Ok(());
         for i in 0..n {
@@ -347,6 +352,9 @@ pub(crate) struct Shared {
     /// The rings of outside threads, one lane per group of threads.
     pub(crate) lanes: Box<[CachePadded<Mutex<Lane>>]>,
     pub(crate) idle: IdlePolicy,
+    /// The cores are pinned and outnumber the CPUs: a core that finds
+    /// itself starved on its CPU moves to the next (`core_loop::STARVED`).
+    pub(crate) roam: bool,
     pub(crate) mailboxes: Box<[Mailbox]>,
     /// By destination: the consumer ends of rings their senders have made
     /// and not yet seen taken (README.md, "Binding a ring").

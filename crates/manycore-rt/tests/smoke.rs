@@ -299,3 +299,36 @@ fn park_current_returns_on_messages_and_timeout() {
         .unwrap();
     assert!(t >= Duration::from_millis(4), "{t:?}");
 }
+
+#[test]
+fn more_cores_than_cpus_are_pinned_too() {
+    // With more cores than CPUs, every core is still pinned to one CPU of
+    // the original set (core i starts on CPU i mod CPUs; a starved core
+    // moves to the next, so which one is not checked here).
+    let cpus = manycore_sync::cpu::original();
+    if manycore_sync::cpu::pin_current(cpus[0]).is_err() {
+        return; // pinning is not allowed here: nothing to check
+    }
+    let _ = manycore_sync::cpu::set_current_affinity(cpus);
+    let n = cpus.len() + 1;
+    let rt = Runtime::builder().cores(n).build().unwrap();
+    for i in 0..n {
+        let allowed = rt
+            .core(i)
+            .call(|| {
+                let s = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+                s.lines()
+                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                    .map(|v| v.trim().to_string())
+            })
+            .wait()
+            .unwrap();
+        let Some(allowed) = allowed else { continue };
+        let cpu: Option<usize> = allowed.parse().ok();
+        assert!(
+            cpu.is_some_and(|c| cpus.contains(&c)),
+            "core {i} may run on {allowed}"
+        );
+    }
+    rt.shutdown();
+}

@@ -50,6 +50,12 @@ const CLOSE_CHECK_EVERY: u32 = 64;
 /// wake-up.
 const OUTSIDE_LINGER: std::time::Duration = std::time::Duration::from_millis(2);
 
+/// A crowded idle turn (one yield) that returned only after this long
+/// found the CPU held by a thread that does not yield: a core of a
+/// runtime with more cores than CPUs then moves to the next CPU
+/// (README.md, "Idle policies").
+const STARVED: std::time::Duration = std::time::Duration::from_millis(2);
+
 thread_local! {
     /// This thread's core state while it runs `run_core` (see `raw::current`).
     static CURRENT: raw::CurrentCore<CoreLocal> = const { raw::CurrentCore::new() };
@@ -238,6 +244,9 @@ pub(crate) fn run_core(local: CoreLocal) {
     let mut empty = 0u32;
     let mut busy = 0u32;
     let (mut hook_gen, mut hook) = (0, None);
+    // The CPU of the original set this core is pinned to, if it roams.
+    let cpus = manycore_sync::cpu::original();
+    let mut slot = l.index % cpus.len();
     loop {
         if l.poll() > 0 {
             budget.found();
@@ -273,7 +282,17 @@ pub(crate) fn run_core(local: CoreLocal) {
             budget.found();
             continue;
         }
-        if budget.spin() {
+        if l.shared.roam && Awake::crowded() {
+            let t = std::time::Instant::now();
+            let spun = budget.spin();
+            if t.elapsed() >= STARVED {
+                slot = (slot + 1) % cpus.len();
+                let _ = manycore_sync::cpu::pin_current(cpus[slot]);
+            }
+            if spun {
+                continue;
+            }
+        } else if budget.spin() {
             continue;
         }
         if may_linger
