@@ -283,3 +283,103 @@ fn kick_moves_the_b_of_a_blocked_a() {
     println!("runs {RUNS:?} kicked {KICKED:?}");
     assert!(KICKED.load(Relaxed) > 0);
 }
+
+#[test]
+fn demand_reaches_a_join_below_the_window() {
+    // The default mode: joins below the window read the tick word and
+    // nothing else. The thief announces its demand at any point, also
+    // while the owner passes a join (after its load of the word); `a`
+    // waits for `b` and joins below the window meanwhile, the pool does not
+    // kick, so `a` ends only if the thief's word reaches one of those joins
+    // (or the first, recorded ones) and its tick hands `b` over. A lost
+    // demand shows as `a` spinning forever.
+    use crate::join::Ctx;
+    model(|| {
+        let pool = pool(2, 0);
+        let done = loom::sync::atomic::AtomicBool::new(false);
+        let r = pool.install_here(|| {
+            join(
+                || {
+                    let deep = Ctx::at(crate::join::LATENT_WINDOW);
+                    while !done.load(std::sync::atomic::Ordering::Acquire) {
+                        deep.join(|_| (), |_| ());
+                        loom::thread::yield_now();
+                    }
+                    1
+                },
+                || {
+                    done.store(true, std::sync::atomic::Ordering::Release);
+                    2
+                },
+            )
+        });
+        assert_eq!(r, (1, 2));
+        let s = pool.stats();
+        assert!(s.promotions > s.reclaims, "b ran on the other worker");
+        drop(pool);
+    });
+}
+
+#[test]
+fn message_reaches_a_join_below_the_window() {
+    // A host whose tick word stands for the worker's (as a runtime core's
+    // attention word does): the sender publishes a message, fences, and
+    // sets the word only if it reads 0, as the runtime's send path does.
+    // The busy worker joins below the window (the word read with one load)
+    // until the message has run, which happens only in a heartbeat's poll:
+    // a message whose set was skipped because the worker was just clearing
+    // the word, or whose set lands while the worker passes a join, shows as
+    // the worker spinning forever.
+    use crate::join::{Ctx, LATENT_WINDOW};
+    use crate::pool::{self, Host, Pool};
+    use loom::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering::*};
+    use loom::sync::Arc;
+    struct Inbox {
+        word: AtomicU32,
+        msg: AtomicBool,
+        ran: AtomicBool,
+    }
+    struct FlagHost(Arc<Inbox>);
+    impl Host for FlagHost {
+        fn poll_once(&self) -> usize {
+            if self.0.msg.load(Relaxed) {
+                self.0.msg.store(false, Relaxed);
+                self.0.ran.store(true, Relaxed);
+                1
+            } else {
+                0
+            }
+        }
+        fn notify(&self, _i: usize) {}
+        fn tick_word(&self, _i: usize) -> Option<&AtomicU32> {
+            Some(&self.0.word)
+        }
+    }
+    model(|| {
+        let inbox = Arc::new(Inbox {
+            word: AtomicU32::new(0),
+            msg: AtomicBool::new(false),
+            ran: AtomicBool::new(false),
+        });
+        let host = FlagHost(inbox.clone());
+        let pool = Arc::new(Pool::new(1, Box::new(host), std::time::Duration::ZERO));
+        let i2 = inbox.clone();
+        let sender = loom::thread::spawn(move || {
+            i2.msg.store(true, Relaxed);
+            fence(SeqCst);
+            if i2.word.load(Relaxed) == 0 {
+                i2.word.swap(1, AcqRel);
+            }
+        });
+        // The binding sets the word: the first join ticks and clears it,
+        // racing the sender.
+        pool::bind(&pool, 0);
+        let deep = Ctx::at(LATENT_WINDOW);
+        while !inbox.ran.load(Relaxed) {
+            deep.join(|_| (), |_| ());
+            loom::thread::yield_now();
+        }
+        pool::unbind();
+        sender.join().unwrap();
+    });
+}

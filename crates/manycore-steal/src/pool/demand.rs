@@ -69,6 +69,7 @@ impl Pool {
                 w.steer.start_hungry_clock();
                 w.mailbox.set_hungry();
                 self.hungry.announce(me);
+                self.signal();
             }
             // Marked hungry by `mark_hungry` (which reads no clock): the
             // wait starts now, as far as steering is concerned.
@@ -94,6 +95,7 @@ impl Pool {
     pub(crate) fn publish_demand(&self, me: usize) {
         if self.workers[me].mailbox.load(Ordering::Relaxed) == HUNGRY {
             self.hungry.announce(me);
+            self.signal();
         }
     }
 

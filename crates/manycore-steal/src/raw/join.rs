@@ -33,11 +33,9 @@ where
         local,
         frame: &frame,
     };
-    let n = local.beat.get();
-    if n == 0 {
+    if local.tick_due() {
         crate::pool::tick(local);
     } else {
-        local.beat.set(n - 1);
         crate::pool::serve_if_hungry(local);
     }
     let ra = a();
