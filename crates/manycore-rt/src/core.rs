@@ -8,7 +8,7 @@ use crate::error::{panicked, InvokeError};
 use crate::invocation::Invocation;
 use crate::raw::{self, Message};
 use crate::runtime::Shared;
-use manycore_sync::atomic::{AtomicU32, Ordering};
+use manycore_sync::atomic::Ordering;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -246,28 +246,6 @@ impl Core {
     /// first (with a store the hook's `pending` reads), then call this.
     pub fn wake(&self) {
         self.shared.mailboxes[self.index].wake();
-    }
-
-    /// This core's *attention word*: the runtime sets it (to non-zero)
-    /// whenever it queues work for the core from elsewhere (a message in a
-    /// ring or spilled, an urgent invocation, a [`notify`](Self::notify), a
-    /// wake of one of the core's tasks) and never clears it. Code that runs
-    /// long on the core without returning to its scheduler (a fork-join tree
-    /// of `manycore-steal`) can read it with one plain load now and then and,
-    /// when it is set, clear it and then [`poll_once`](crate::poll_once):
-    /// such code polls only when there is something to run. Clear it with
-    /// `swap(0)` followed by `fence(SeqCst)` before polling: the runtime
-    /// sets the word after a fence of its own that follows the publication
-    /// and skips the set if it reads non-zero, so that pair of fences makes
-    /// the poll see whatever a skipped set announced.
-    ///
-    /// Others may set it too (with a read-modify-write, never a plain
-    /// store: a store would cut other setters' release sequences). In steady
-    /// traffic to a core that nobody clears it costs senders one load of a
-    /// line they read anyway. Timers of the core do not set it: a timer
-    /// comes due at the core's next poll.
-    pub fn attention(&self) -> &AtomicU32 {
-        self.shared.mailboxes[self.index].attention()
     }
 
     /// Every core of this core's runtime, in index order.

@@ -116,47 +116,6 @@ fn wake_for_pending_work_no_lost_wakeup() {
     });
 }
 
-/// A core busy in code that does not return to its loop (a fork-join tree)
-/// reads its attention word now and then and, when set, clears it (swap,
-/// then fence) and polls by active bits. An earlier message left the word
-/// set, so the sender may read 1 and skip its set while the core clears
-/// it: the fences pair, so the poll after the clear sees the message (a
-/// stranded message shows as the core spinning forever).
-#[test]
-fn attention_raised_while_the_core_clears_it() {
-    use loom::sync::atomic::{fence, Ordering::SeqCst};
-    loom::model(|| {
-        let mb = loom::sync::Arc::new(Mailbox::new(2));
-        let (mut tx, mut rx) = manycore_ring::packed::channel::<Message>(8).unwrap();
-        // Earlier traffic: announced and taken, its word not yet cleared.
-        assert!(tx.try_push(Message::new(|| ())).is_ok());
-        assert!(tx.publish());
-        assert!(!mb.announce(1));
-        rx.try_pop().unwrap().run();
-        let mb2 = mb.clone();
-        let t = thread::spawn(move || {
-            assert!(tx.try_push(Message::new(|| ())).is_ok());
-            assert!(tx.publish());
-            assert!(!mb2.announce(1));
-        });
-        loop {
-            let a = mb.attention();
-            if a.load(Ordering::Relaxed) != 0 {
-                a.swap(0, Ordering::AcqRel);
-                fence(SeqCst);
-                if mb.word(0) & 0b10 != 0 {
-                    if let Some(m) = rx.try_pop() {
-                        m.run();
-                        break;
-                    }
-                }
-            }
-            thread::yield_now();
-        }
-        t.join().unwrap();
-    });
-}
-
 /// A sender whose bit is still set skips the `fetch_or`; the receiver's
 /// periodic clear-and-rescan must still find its message.
 #[test]

@@ -6,7 +6,7 @@
 //! protocol is written out in `README.md` beside this file; every field's
 //! doc says who writes it, with what ordering, and what that pairs with.
 
-use manycore_sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+use manycore_sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use manycore_sync::{CachePadded, EventCount, WaitKey};
 
 /// One destination core's mailbox. Senders read it after every publish; it
@@ -74,21 +74,6 @@ struct Inner {
     /// bump made after the receiver's key wakes it. See "No wakeup is
     /// lost" in `README.md`.
     rung: AtomicBool,
-    /// Work was queued for the core from elsewhere since the word was last
-    /// cleared: the core's `Core::attention` word (see there). Set by
-    /// `raise_attention` (a Relaxed load, and only if it is 0 a
-    /// read-modify-write to 1), always after a `fence(SeqCst)` that follows
-    /// the publication: in `announce`, `announce_urgent`, `notify` and the
-    /// doorbell waker (`wake_task`). Never cleared by the runtime; code that
-    /// runs long on the core without returning to its loop clears it (a
-    /// swap to 0, then `fence(SeqCst)`) before it polls. The two fences
-    /// pair: a sender that skipped its set because it read a 1 that the
-    /// clear replaced has its work seen by the poll after the clear. Set
-    /// only when 0, so in steady traffic senders only read it (it shares the
-    /// line they read anyway); a set is a read-modify-write so that other
-    /// setters' release sequences (the steal pool's demand) run on through
-    /// it to the clearing swap.
-    attention: AtomicU32,
 }
 
 impl Mailbox {
@@ -102,7 +87,6 @@ impl Mailbox {
                 urgent: AtomicU64::new(0),
                 notified: AtomicBool::new(false),
                 rung: AtomicBool::new(false),
-                attention: AtomicU32::new(0),
             }),
         }
     }
@@ -122,7 +106,6 @@ impl Mailbox {
         if w.load(Ordering::Relaxed) & bit == 0 {
             w.fetch_or(bit, Ordering::Relaxed);
         }
-        self.raise_attention();
         // Ring only if no sender has rung since the receiver announced:
         // while a woken receiver has not run yet (its waiter count still
         // up), every further send would otherwise pay a `futex_wake`.
@@ -184,7 +167,6 @@ impl Mailbox {
         // (under its mutex) is visible to a receiver that sees the new count.
         self.inner.urgent.fetch_add(1, Ordering::Release);
         fence(Ordering::SeqCst);
-        self.raise_attention();
         self.inner.doorbell.notify_one_after_fence();
         self.inner.closed.load(Ordering::Relaxed)
     }
@@ -208,35 +190,9 @@ impl Mailbox {
     /// once more. Sticky: the receiver's sleep re-check consumes it.
     pub(crate) fn notify(&self) {
         self.inner.notified.store(true, Ordering::Relaxed);
-        // SeqCst; pairs with the fence in prepare_wait before the receiver's
-        // `take_notified`, and with the one after a clear of `attention`.
-        fence(Ordering::SeqCst);
-        self.raise_attention();
-        self.inner.doorbell.notify_all_after_fence();
-    }
-
-    /// The doorbell waker's wake (a task of the core became ready, its
-    /// state published before): like `wake`, and it raises `attention`.
-    pub(crate) fn wake_task(&self) {
-        fence(Ordering::SeqCst);
-        self.raise_attention();
-        self.inner.doorbell.notify_all_after_fence();
-    }
-
-    /// Sets `attention` if it is clear; the caller has fenced (SeqCst) after
-    /// publishing its work.
-    #[inline(always)]
-    fn raise_attention(&self) {
-        let a = &self.inner.attention;
-        if a.load(Ordering::Relaxed) == 0 {
-            a.swap(1, Ordering::AcqRel);
-        }
-    }
-
-    /// The core's attention word (see the field).
-    #[inline]
-    pub(crate) fn attention(&self) -> &AtomicU32 {
-        &self.inner.attention
+        // notify_all fences (SeqCst) before looking for sleepers; pairs with
+        // the fence in prepare_wait before the receiver's `take_notified`.
+        self.inner.doorbell.notify_all();
     }
 
     /// Receiver: consumes a pending notify.

@@ -65,11 +65,16 @@ const fn passed_in_memory<A, B>() -> bool {
     std::mem::size_of::<A>() > WORDS2 || std::mem::size_of::<B>() > WORDS2
 }
 
-/// A join at `depth` that runs unrecorded (below the window, and the tick
-/// word is clear): true. Otherwise false: record it (and tick).
+/// A join at `depth` that runs unrecorded (below the window, not on a
+/// tick): counts it and returns true. Otherwise false: record it.
 #[inline(always)]
 pub(crate) fn count_unrecorded(local: &Local, depth: u32) -> bool {
-    depth >= LATENT_WINDOW && !local.tick_due()
+    let n = local.beat.get();
+    let counted = depth >= LATENT_WINDOW && n != 0;
+    if counted {
+        local.beat.set(n - 1);
+    }
+    counted
 }
 
 /// The recorded join of the plain form (out of line, as for `Ctx::join`).
@@ -121,9 +126,9 @@ where
 /// How many levels of a join tree are recorded as latent work, counted from
 /// the tree's root (the [`with_ctx`] call, or for [`join`] the outermost join
 /// of the thread) or from the root of a stolen piece. Deeper joins run as
-/// plain calls, except that a join that ticks (its worker's tick word was
-/// set: demand, or a message for a runtime core) is recorded too, so that
-/// deep recursions always have some latent work to hand out. Promotion takes the
+/// plain calls, except that a join falling on a tick (every so many joins,
+/// see [`HEARTBEAT_PERIOD`](crate::HEARTBEAT_PERIOD)) is recorded too, so
+/// that deep recursions always have some latent work. Promotion takes the
 /// oldest frame, the biggest piece of work; the top levels hold the big
 /// pieces, and a thief records the top levels of what it stole.
 ///
@@ -146,7 +151,7 @@ pub struct Ctx<'a> {
 
 impl Ctx<'_> {
     #[inline(always)]
-    pub(crate) fn at(depth: u32) -> Self {
+    fn at(depth: u32) -> Self {
         Self {
             depth,
             _worker: PhantomData,

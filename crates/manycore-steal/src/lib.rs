@@ -22,15 +22,13 @@
 //!   thread, which blocks meanwhile, as in rayon-core.
 //! * An idle worker *announces demand* (a bit in a shared word and `HUNGRY`
 //!   in its mailbox) and sleeps on its doorbell.
-//! * A hungry worker also sets every worker's *tick word*, and a runtime
-//!   sets a core's word whenever it queues work for it; every join reads
-//!   its worker's word with one plain load. A join that finds it set
-//!   *ticks* (or every fixed [`max_sequential`] joins, if set): it polls the
-//!   worker's messages (the *heartbeat*) and, if a worker is hungry,
-//!   *promotes* its oldest latent frame (the biggest piece of work, as in
-//!   Cilk and MuSE) into that thief's mailbox and rings its doorbell;
-//!   between ticks, a recorded join serves demand at once while the worker
-//!   is *eager*.
+//! * Every so many joins (a *tick*; eight per [`HEARTBEAT_PERIOD`], or
+//!   every fixed [`max_sequential`] joins) a busy worker looks at the demand
+//!   word and, if a worker is hungry, *promotes* its oldest latent frame (the
+//!   biggest piece of work, as in Cilk and MuSE) into that thief's mailbox
+//!   and rings its doorbell; between ticks, a recorded join serves demand at
+//!   once while the worker is *eager*. Every few ticks the *heartbeat* polls
+//!   the worker's messages.
 //! * A worker of a [`ThreadPool`] that has waited for work for a while
 //!   *kicks* a busy one (a real-time signal, at most every few hundred
 //!   microseconds, backing off to 10 ms): its handler promotes latent

@@ -26,7 +26,10 @@ pub fn promotion_cost(iters: u32) -> Duration {
         let t = Instant::now();
         for i in 0..iters {
             // A heartbeat at every join, whatever came back unstolen before.
-            crate::raw::with_local(|l| l.beat.set(0));
+            crate::raw::with_local(|l| {
+                l.beat.set(0);
+                l.backoff.set(1);
+            });
             if hungry {
                 p.register(1);
             }

@@ -25,12 +25,6 @@ impl Host for RtHost {
         // itself, so a core deciding to sleep sees it or is woken.
         self.cores[i].wake();
     }
-    fn tick_word(&self, i: usize) -> Option<&manycore_sync::atomic::AtomicU32> {
-        // The runtime sets it whenever it queues work for the core (a
-        // message, an urgent invocation, a notify): a busy core's next join
-        // ticks and polls it. The pool's demand signal sets it too.
-        Some(self.cores[i].attention())
-    }
 }
 
 struct Hook(Arc<Pool>);

@@ -62,7 +62,7 @@ impl Wake for DoorbellWaker {
     }
     fn wake_by_ref(self: &Arc<Self>) {
         if let Some(sh) = self.shared.upgrade() {
-            sh.mailboxes[self.index].wake_task();
+            sh.mailboxes[self.index].doorbell().notify_all();
         }
     }
 }

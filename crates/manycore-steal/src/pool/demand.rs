@@ -69,7 +69,6 @@ impl Pool {
                 w.steer.start_hungry_clock();
                 w.mailbox.set_hungry();
                 self.hungry.announce(me);
-                self.signal();
             }
             // Marked hungry by `mark_hungry` (which reads no clock): the
             // wait starts now, as far as steering is concerned.
@@ -95,7 +94,6 @@ impl Pool {
     pub(crate) fn publish_demand(&self, me: usize) {
         if self.workers[me].mailbox.load(Ordering::Relaxed) == HUNGRY {
             self.hungry.announce(me);
-            self.signal();
         }
     }
 

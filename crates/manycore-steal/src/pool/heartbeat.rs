@@ -1,25 +1,32 @@
 //! The tick and the heartbeat: MuSE's `MAX_SEQUENTIAL` bound on sequential
-//! runs, driven by the tick word. A join that finds its worker's word set
-//! ticks: it clears the word, polls the scheduler's messages (the
-//! heartbeat) and serves demand. With a fixed `MAX_SEQUENTIAL`, every n-th
-//! join does.
+//! runs. Every so many joins a busy worker serves demand (a tick); every few
+//! ticks it also re-calibrates the tick interval and polls its scheduler's
+//! messages (the heartbeat).
 
 use super::{poll_gap, Pool};
 use crate::raw::{self, Local};
-use manycore_sync::atomic::{fence, Ordering};
 use std::time::Duration;
 
-/// `max_sequential()` value meaning "on demand": a worker ticks (polls its
-/// messages, serves demand) at the next join after someone set its tick
-/// word (a hungry worker, a kick, or a runtime that queued work for the
-/// core); joins themselves only read the word.
+/// Ticks per heartbeat in adaptive mode: demand is looked at this many times
+/// more often than messages are polled and the clock is read.
+const TICKS_PER_HEARTBEAT: u32 = 8;
+
+/// `max_sequential()` value meaning "adaptive": the number of joins between
+/// two heartbeats is tuned per worker so that heartbeats come about every
+/// [`HEARTBEAT_PERIOD`] (a join count calibrated by a clock read at each
+/// heartbeat; joins themselves never read the clock).
 pub const DEFAULT_MAX_SEQUENTIAL: u32 = 0;
 
-/// A time scale of the scheduler: about how often a busy worker used to
-/// poll its messages when ticks were counted. Ticks now come on demand (at
-/// the next join after a message or a hungry worker); kept for callers
-/// that size their own intervals by it.
+/// The target time between two heartbeats in adaptive mode; ticks (which
+/// look at the demand word) come eight times as often. Polling messages and
+/// reading the clock cost tens of nanoseconds, looking at demand one load;
+/// message polling latency stays bounded by about this much (plus
+/// preemption), demand is seen within about an eighth of it.
 pub const HEARTBEAT_PERIOD: Duration = Duration::from_micros(25);
+
+/// Bounds of the adaptive number of joins per tick.
+const MIN_INTERVAL: u32 = 2;
+const MAX_INTERVAL: u32 = 1 << 13;
 
 // A std atomic, not manycore_sync's: a static needs a const constructor,
 // which loom's atomics lack, and a process-wide setting is read as a hint
@@ -30,16 +37,14 @@ static MAX_SEQUENTIAL: std::sync::atomic::AtomicU32 =
 
 /// Sets MuSE's `MAX_SEQUENTIAL`: a fixed number of joins a worker runs
 /// between two heartbeats (poll messages, serve demand), or 0 for the
-/// default (a tick when someone asks, see [`DEFAULT_MAX_SEQUENTIAL`]).
-/// Process-wide; a worker picks the new value up at its next heartbeat.
+/// adaptive default ([`HEARTBEAT_PERIOD`]). Process-wide; a worker picks the
+/// new value up at its next heartbeat.
 pub fn set_max_sequential(n: u32) {
     MAX_SEQUENTIAL.store(n, std::sync::atomic::Ordering::Relaxed);
     // The calling thread's next join is a heartbeat, which applies it.
     raw::with_local(|l| {
         l.beat.set(0);
-        if let Some((p, me)) = l.pool() {
-            p.tick_word(me).swap(1, Ordering::AcqRel);
-        }
+        l.ticks.set(1);
     });
 }
 
@@ -64,34 +69,20 @@ impl Pool {
     }
 }
 
-/// A tick: a join found the worker's tick word set. In the default
-/// (demand-driven) mode: clear the word, run the heartbeat, withdraw the
-/// worker's own stale demand, serve demand, arm eager serving. With a fixed
-/// `MAX_SEQUENTIAL` the word stays set and every join comes here; every
-/// `max_sequential()`-th does the same.
+/// A tick, every `interval` joins: re-arm the counter, serve demand and,
+/// every few ticks, run the heartbeat.
 #[cold]
 #[inline(never)]
 pub(crate) fn tick(local: &Local) {
-    let fixed = local.pool().map_or(0, |(p, _)| p.max_sequential());
-    if fixed != 0 {
-        let n = local.beat.get();
-        if n != 0 {
-            local.beat.set(n - 1);
-            super::serve_if_hungry(local);
-            return;
-        }
-        local.beat.set(fixed - 1);
-    } else if let Some((p, me)) = local.pool() {
-        // Acquire: a worker that set the word after announcing its demand
-        // (or any later setter, all read-modify-writes) made its demand
-        // bit visible to the serve below.
-        p.tick_word(me).swap(0, Ordering::AcqRel);
-        // SeqCst; pairs with the fence of a host that sets the word only if
-        // it reads 0 (a runtime core's attention word): a sender that read
-        // the 1 this swap replaced has its message seen by the poll below.
-        fence(Ordering::SeqCst);
+    let t = local.ticks.get();
+    if t <= 1 {
+        heartbeat(local);
+    } else {
+        local.ticks.set(t - 1);
+        local
+            .beat
+            .set(local.interval.get().saturating_mul(local.backoff.get()) - 1);
     }
-    heartbeat(local, fixed);
     if let Some((p, me)) = local.pool() {
         p.withdraw_stale(me);
         p.serve(local, me, local.handback.replace(0));
@@ -99,11 +90,12 @@ pub(crate) fn tick(local: &Local) {
     local.eager.set(true);
 }
 
-/// MuSE's `MAX_SEQUENTIAL` point, now at every tick: poll the scheduler's
-/// messages (and record the poll gap if measured).
+/// MuSE's `MAX_SEQUENTIAL` point, reached every `max_sequential()` joins (or,
+/// in adaptive mode, about every [`HEARTBEAT_PERIOD`]): re-calibrate the tick
+/// interval from one clock read and poll the scheduler's messages.
 #[cold]
 #[inline(never)]
-fn heartbeat(local: &Local, fixed: u32) {
+fn heartbeat(local: &Local) {
     if !local.checked.get() {
         local.checked.set(true);
         if local.pool.get().is_null() {
@@ -111,15 +103,35 @@ fn heartbeat(local: &Local, fixed: u32) {
         }
     }
     let gaps = poll_gap::measuring();
-    let Some((p, me)) = local.pool() else {
+    let Some((p, _)) = local.pool() else {
+        // Not a worker: nothing to poll or serve; count joins cheaply.
+        local.ticks.set(1);
+        local.beat.set(MAX_INTERVAL);
         return;
     };
-    if fixed != 0 {
-        // The word stays set: every join reaches the tick.
-        p.tick_word(me).swap(1, Ordering::AcqRel);
-    }
-    let now = if gaps { now_ns() } else { 0 };
+    let fixed = p.max_sequential();
+    let backoff = local.backoff.get();
+    let now = if fixed == 0 || gaps { now_ns() } else { 0 };
     let last = local.last_poll.replace(now);
+    let interval = if fixed != 0 {
+        local.ticks.set(1);
+        fixed
+    } else {
+        local.ticks.set(TICKS_PER_HEARTBEAT);
+        let mut iv = local.interval.get();
+        if last != 0 && now != 0 {
+            let elapsed = now.saturating_sub(last);
+            let target = HEARTBEAT_PERIOD.as_nanos() as u64 * u64::from(backoff);
+            if elapsed < target / 2 && iv < MAX_INTERVAL {
+                iv *= 2;
+            } else if elapsed > target * 2 && iv > MIN_INTERVAL {
+                iv /= 2;
+            }
+            local.interval.set(iv);
+        }
+        iv
+    };
+    local.beat.set(interval.saturating_mul(backoff) - 1);
     if gaps && last != 0 && now > last {
         poll_gap::record(now - last);
     }

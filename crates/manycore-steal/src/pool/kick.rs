@@ -127,14 +127,6 @@ impl Pool {
 /// demand from the chain's latent frames.
 #[cfg_attr(loom, allow(dead_code))]
 pub(crate) fn on_kick(local: &Local) {
-    // The next join ticks too (a read-modify-write, so that the release
-    // sequences of the hungry workers' own sets go on through it): demand
-    // that this handler cannot serve (masked, or no latent frame yet) is
-    // served there.
-    if let Some((p, me)) = local.pool() {
-        p.tick_word(me)
-            .swap(1, manycore_sync::atomic::Ordering::AcqRel);
-    }
     let Some(start) = local.head_if_unmasked() else {
         return;
     };

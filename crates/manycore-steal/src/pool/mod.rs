@@ -53,7 +53,7 @@ pub(crate) use wait::{wait_stolen, wait_until};
 
 use crate::raw::{self, FifoQueue, JobRef, Local, Mailbox, Stolen};
 use demand::Demand;
-use manycore_sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicUsize, Ordering};
+use manycore_sync::atomic::{AtomicBool, AtomicI32, AtomicUsize};
 use manycore_sync::{Arc, CachePadded, EventCount, Mutex};
 use stats::Counters;
 use std::any::Any;
@@ -70,14 +70,6 @@ pub(crate) trait Host: Send + Sync + 'static {
     /// in its mailbox; never lost, even if `i` is just about to sleep (its
     /// sleep re-check looks at the mailbox after announcing itself).
     fn notify(&self, i: usize);
-    /// A word of the host's that stands for worker `i`'s tick word, if the
-    /// host has one: the host sets it when it queues work for the worker,
-    /// so that a busy worker's next join ticks and polls (`poll_once`).
-    /// Borrowed from the host for as long as the pool lives. `None`: the
-    /// worker's own word in the pool (`WorkerShared::tick`).
-    fn tick_word(&self, _i: usize) -> Option<&AtomicU32> {
-        None
-    }
 }
 
 /// A worker's shared state: what other workers touch. Each part sits on a
@@ -108,15 +100,6 @@ pub(crate) struct WorkerShared {
     /// How many jobs `broadcasts` holds (counted under its lock): one load
     /// tells the worker whether to look.
     bcast_queued: AtomicUsize,
-    /// The tick word: non-zero asks the worker to tick at its next join
-    /// (serve demand, run the heartbeat). Read by the worker's every join
-    /// with a plain load (through `Local`); set with a read-modify-write
-    /// (so that every setter's release sequence reaches the worker's
-    /// clearing swap) by a worker that announces demand (`signal`), by the
-    /// worker's kick handler, a new binding and the fixed `MAX_SEQUENTIAL`
-    /// mode; cleared by the worker's tick. Alone on its line: written only
-    /// when someone wants something of the worker.
-    tick: CachePadded<AtomicU32>,
     /// The worker's kernel thread id (0: unknown), for kicks (`kick`).
     /// Stored by the worker when it is bound; a hint for kickers.
     tid: AtomicI32,
@@ -188,26 +171,6 @@ impl Pool {
 
     pub(crate) fn len(&self) -> usize {
         self.workers.len()
-    }
-
-    /// Worker `i`'s tick word (see [`WorkerShared::tick`]): the host's
-    /// word for the worker if it has one (a runtime core's attention word,
-    /// which the runtime sets when it queues work for the core), else the
-    /// worker's own.
-    pub(crate) fn tick_word(&self, i: usize) -> &AtomicU32 {
-        self.host.tick_word(i).unwrap_or(&self.workers[i].tick)
-    }
-
-    /// Asks every worker to tick at its next join: after a worker announced
-    /// demand (its bit set with Release before). A swap, so that the
-    /// worker's clearing swap, reading this or any later value, also sees
-    /// the demand bit. The announcing worker's own word too: a runtime core
-    /// that runs a message with its demand still up withdraws it at its
-    /// first join.
-    pub(crate) fn signal(&self) {
-        for i in 0..self.workers.len() {
-            self.tick_word(i).swap(1, Ordering::AcqRel);
-        }
     }
 
     pub(crate) fn worker(&self, i: usize) -> &WorkerShared {

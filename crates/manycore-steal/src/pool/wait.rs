@@ -6,6 +6,9 @@ use crate::raw::{self, JobHeader, Local};
 use manycore_sync::SpinBudget;
 use std::time::Duration;
 
+/// Largest tick interval multiplier after promotions that came back unstolen.
+const MAX_BACKOFF: u32 = 16;
+
 /// How long an owner waits for its stolen job before it announces demand.
 #[cfg(not(loom))]
 const QUIET_WAIT: Duration = Duration::from_micros(2);
@@ -28,6 +31,9 @@ pub(crate) fn wait_stolen(local: &Local, job: &JobHeader, thief: usize) -> bool 
         // here, while it is still waking up, it could be woken onto this
         // CPU, behind us, and not run for milliseconds
         // (docs/notes/2026-11-25-steal-steering.md).
+        local
+            .backoff
+            .set((local.backoff.get() * 2).min(MAX_BACKOFF));
         return false;
     }
     // First wait a little without asking for work: a piece stolen from a
@@ -40,6 +46,7 @@ pub(crate) fn wait_stolen(local: &Local, job: &JobHeader, thief: usize) -> bool 
         while !raw::is_done(job) && quiet.spin() {}
     }
     wait_until(local, &|| raw::is_done(job));
+    local.backoff.set(1);
     true
 }
 

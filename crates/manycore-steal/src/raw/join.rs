@@ -33,9 +33,11 @@ where
         local,
         frame: &frame,
     };
-    if local.tick_due() {
+    let n = local.beat.get();
+    if n == 0 {
         crate::pool::tick(local);
     } else {
+        local.beat.set(n - 1);
         crate::pool::serve_if_hungry(local);
     }
     let ra = a();

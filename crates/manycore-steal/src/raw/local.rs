@@ -3,7 +3,6 @@
 
 use super::frame::JobHeader;
 use crate::pool::Pool;
-use manycore_sync::atomic::AtomicU32;
 use std::cell::Cell;
 use std::ptr;
 // Std atomics, not manycore_sync's: these two are read by this thread's own
@@ -42,19 +41,26 @@ pub(crate) struct Local {
     /// (`Pool::run_work`).
     /// `Ctx` carries its own depth by value instead.
     pub(crate) depth: Cell<u32>,
-    /// The tick word of this thread's worker (`WorkerShared::tick`, in the
-    /// pool the binding holds, invariant B), or a word that is always 0
-    /// while the thread is no worker (null under loom). Non-zero: the next
-    /// join ticks. Every join reads it with one plain load and never writes
-    /// it; hungry workers set it (`Pool::signal`), and so do the kick
-    /// handler, a new binding and the fixed `MAX_SEQUENTIAL` mode.
-    tick: Cell<*const AtomicU32>,
-    /// Fixed `MAX_SEQUENTIAL` mode only (the tick word then stays set, so
-    /// every join is recorded and reaches the tick): joins left until the
-    /// next real tick. 0 forces the next join to tick.
+    /// Joins left until the next tick: counted down by every join, re-armed
+    /// by the tick (`interval * backoff - 1`). 0 forces the next join to
+    /// tick (a new binding, `set_max_sequential`, the promotion probe).
     pub(crate) beat: Cell<u32>,
-    /// Timestamp (`now_ns`) of the last heartbeat while poll gaps are
-    /// measured; 0 when none yet in this tree (reset when the
+    /// Ticks left until the next heartbeat (`TICKS_PER_HEARTBEAT` in
+    /// adaptive mode, 1 with a fixed `MAX_SEQUENTIAL`, set by the heartbeat;
+    /// 1 forces the next tick to be a heartbeat).
+    pub(crate) ticks: Cell<u32>,
+    /// Joins per tick in adaptive mode: doubled or halved by each heartbeat
+    /// (within `MIN_INTERVAL ..= MAX_INTERVAL`) so that heartbeats come
+    /// about every `HEARTBEAT_PERIOD` times `backoff`.
+    pub(crate) interval: Cell<u32>,
+    /// Tick interval multiplier, a power of two in `1 ..= MAX_BACKOFF`:
+    /// doubled when the owner takes a promoted job back unstarted (the thief
+    /// was not running; `wait_stolen`), reset to 1 when the owner has waited
+    /// for a thief's result (`wait_stolen`), so that promotions nobody takes
+    /// cost little. A result already `DONE` at the join leaves it as it is.
+    pub(crate) backoff: Cell<u32>,
+    /// Timestamp (`now_ns`) of the last heartbeat in adaptive mode (or while
+    /// poll gaps are measured); 0 when none yet in this tree (reset when the
     /// thread starts a stolen job or an installed tree), so that the first
     /// heartbeat does not count the idle time before it.
     pub(crate) last_poll: Cell<u64>,
@@ -132,33 +138,16 @@ impl Local {
             head: AtomicPtr::new(ptr::null_mut()),
             masked: AtomicBool::new(false),
             depth: Cell::new(0),
-            tick: Cell::new(NO_TICK),
             beat: Cell::new(0),
+            ticks: Cell::new(1),
+            backoff: Cell::new(1),
+            interval: Cell::new(64),
             last_poll: Cell::new(0),
             checked: Cell::new(false),
             eager: Cell::new(true),
             handback: Cell::new(0),
             pool: Cell::new(ptr::null()),
             me: Cell::new(0),
-        }
-    }
-
-    /// Whether the next join ticks: one plain load of the tick word (no
-    /// store, no read-modify-write, no fence).
-    #[inline(always)]
-    pub(crate) fn tick_due(&self) -> bool {
-        let w = self.tick.get();
-        #[cfg(not(loom))]
-        {
-            // SAFETY: `tick` points to `NO_TICK` (a static) or, while the
-            // thread is bound, into the pool its binding keeps alive
-            // (invariant B; `set_pool` changes both together).
-            unsafe { (*w).load(Ordering::Relaxed) != 0 }
-        }
-        #[cfg(loom)]
-        {
-            // SAFETY: as above; null while unbound.
-            !w.is_null() && unsafe { (*w).load(Ordering::Relaxed) != 0 }
         }
     }
 
@@ -175,15 +164,6 @@ impl Local {
         Some((unsafe { &*p }, self.me.get()))
     }
 }
-
-/// The tick word of a thread that is no worker: never set.
-#[cfg(not(loom))]
-const NO_TICK: *const AtomicU32 = {
-    static ZERO: AtomicU32 = AtomicU32::new(0);
-    &ZERO
-};
-#[cfg(loom)]
-const NO_TICK: *const AtomicU32 = ptr::null();
 
 #[cfg(not(loom))]
 thread_local! {
@@ -229,19 +209,10 @@ pub(crate) fn set_pool(pool: *const Pool, me: usize) {
         let _masked = l.mask();
         l.pool.set(pool);
         l.me.set(me);
-        // SAFETY: the caller's binding keeps `pool` alive while it is set
-        // (invariant B).
-        let word = unsafe { pool.as_ref() }.map(|p| p.tick_word(me));
-        match word {
-            Some(w) => {
-                l.tick.set(w);
-                // The next join ticks (and runs a heartbeat, below).
-                w.swap(1, Ordering::AcqRel);
-            }
-            None => l.tick.set(NO_TICK),
-        }
         l.handback.set(0);
+        // The next join runs a heartbeat (which looks at the new binding).
         l.beat.set(0);
+        l.ticks.set(1);
     });
 }
 
