@@ -14,8 +14,7 @@
 //!    give up wakes the engine;
 //! 2. otherwise take the progress lock and poll (`Progress::poll`): send
 //!    what is queued, receive and dispatch what arrived, send what that
-//!    produced; if a sending thread of the rank holds the lock (nobody
-//!    polls), try again a bounded number of times, awake, before sleeping;
+//!    produced;
 //! 3. run a job handed in by `World::with_mpi`, if any (after sending what
 //!    was queued before it);
 //! 4. when idle: right after running a call on the engine place, poll for
@@ -241,11 +240,6 @@ fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
     // Polling for the caller's next message (see below).
     let mut hot = false;
     let mut park = MIN_PARK;
-    // Failed `try_lock`s in a row while no thread of this rank polls (a
-    // sender holds the lock), and whether this rank's threads outnumber the
-    // CPUs (then a retry yields instead of pausing).
-    let mut lost = 0u32;
-    let crowded = std::thread::available_parallelism().map_or(true, |n| n.get() < 2 + sh.cores);
     // With `Tuning::adaptive`: the idle engine's gaps, its wait after the
     // conversation spin, and its count among the process's awake threads
     // while it spins for a caller.
@@ -264,7 +258,6 @@ fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
             || sh.stopping.load(Ordering::Acquire)
             || sh.abort.load(Ordering::Acquire);
         if sh.pollers.load(Ordering::Acquire) > 0 && !urgent {
-            lost = LOST_TRIES;
             // Threads of this rank poll MPI while they wait: they receive
             // and send for everyone; competing for the lock (and a CPU, and
             // preempting them on every wakeup) would only delay them. The
@@ -273,25 +266,11 @@ fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
             continue;
         }
         let Some(mut p) = lock(sh) else {
-            if lost < LOST_TRIES {
-                // A thread of this rank holds the lock and polls nobody's
-                // messages but its own: a sender, out within one MPI call.
-                // Try again soon, awake (yielding while threads outnumber
-                // CPUs), rather than sleep and be woken by its `after_send`.
-                lost += 1;
-                if crowded {
-                    std::thread::yield_now();
-                } else {
-                    std::hint::spin_loop();
-                }
-                continue;
-            }
             // A waiting thread progresses MPI for now; look again later.
             std::thread::park_timeout(park);
             park = (park * 2).min(MAX_PARK);
             continue;
         };
-        lost = 0;
         // While conversing with a caller, a poll that finds nothing tests
         // again a few times before it lets go of the lock.
         let spins = if hot { crate::progress::SPIN_TESTS } else { 0 };
@@ -418,10 +397,6 @@ fn run(sh: &Arc<Shared>, world: &SimpleCommunicator) {
         }
     }
 }
-
-/// Failed `try_lock`s in a row after which the engine sleeps: a sender
-/// holds the lock for one MPI call, a waiter polling MPI much longer.
-const LOST_TRIES: u32 = 32;
 
 /// The idle engine's sleep `park`, bounded by `AWAIT_PARK` while a thread
 /// of this rank sleeps until a frame from another rank arrives for it.

@@ -455,18 +455,16 @@ impl Shared {
     }
 
     /// Ends a send made under the progress lock `p`: reclaims what MPI has
-    /// finished and, only if a send is still in flight and no waiting
-    /// thread polls MPI, wakes the engine after the lock is released. A short send is usually done at once:
+    /// finished and, only if a send is still in flight, wakes the engine
+    /// after the lock is released. A short send is usually done at once:
     /// then the engine need not be woken (a wakeup is a system call here,
     /// and a thread that may preempt a spinning one there).
     fn after_send(&self, mut p: MutexGuard<'_, Progress>) {
         p.reclaim();
         let sending = p.sending();
         drop(p);
-        if sending && self.pollers.load(Ordering::Acquire) == 0 {
-            // A send MPI has not finished needs progress: the engine's
-            // (while a waiting thread polls MPI, it gives that progress,
-            // and a woken engine would only go back to sleep).
+        if sending {
+            // A send MPI has not finished needs progress: the engine's.
             self.wake_engine();
         }
     }
