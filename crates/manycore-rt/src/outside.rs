@@ -119,19 +119,47 @@ pub(crate) fn outside_waiting() -> bool {
 /// Cores lingering for outside threads: at most one per waiting thread.
 static LINGERING: AtomicIsize = AtomicIsize::new(0);
 
-/// Takes a lingering place if fewer cores linger than outside threads wait.
-pub(crate) fn linger_begin() -> bool {
-    let w = WAITING.load(Ordering::Relaxed);
-    LINGERING
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| {
-            (l < w).then_some(l + 1)
-        })
-        .is_ok()
+/// A core's lingering place for an idle stretch (README.md, "Idle
+/// policies"): taken when the stretch first lingers, if fewer cores linger
+/// than outside threads wait, and given back by `end` (work came, or the
+/// core slept) or on drop.
+#[derive(Default)]
+pub(crate) struct Linger(Option<std::time::Instant>);
+
+impl Linger {
+    /// Whether the idle stretch goes on lingering: an outside thread waits,
+    /// this core holds a place (or takes one now), and it has lingered for
+    /// less than `max`. The place is kept when `max` has passed, until `end`.
+    pub(crate) fn go_on(&mut self, max: std::time::Duration) -> bool {
+        if !outside_waiting() || (self.0.is_none() && !Self::take_place()) {
+            return false;
+        }
+        let now = std::time::Instant::now();
+        now.duration_since(*self.0.get_or_insert(now)) < max
+    }
+
+    /// Gives the place back, if this core holds one.
+    pub(crate) fn end(&mut self) {
+        if self.0.take().is_some() {
+            LINGERING.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Takes a place if fewer cores linger than outside threads wait.
+    fn take_place() -> bool {
+        let w = WAITING.load(Ordering::Relaxed);
+        LINGERING
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |l| {
+                (l < w).then_some(l + 1)
+            })
+            .is_ok()
+    }
 }
 
-/// Gives a lingering place back.
-pub(crate) fn linger_end() {
-    LINGERING.fetch_sub(1, Ordering::Relaxed);
+impl Drop for Linger {
+    fn drop(&mut self) {
+        self.end();
+    }
 }
 
 /// This thread's presence, shared with the invocations made on it.

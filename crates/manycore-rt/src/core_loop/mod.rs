@@ -46,7 +46,7 @@ const CLOSE_CHECK_EVERY: u32 = 64;
 /// How long an idle core under a spinning policy lingers past its spin
 /// budget, spinning (yielding while crowded), while an outside thread has
 /// more than one call in flight (at most one lingering core per such
-/// thread, `outside::linger_begin`): its next call would otherwise pay a
+/// thread, `outside::Linger`): its next call would otherwise pay a
 /// wake-up.
 const OUTSIDE_LINGER: std::time::Duration = std::time::Duration::from_millis(2);
 
@@ -239,8 +239,8 @@ pub(crate) fn run_core(local: CoreLocal) {
     let awake = Awake::enter();
     let mut budget = AdaptiveSpin::new(l.shared.idle.spin_budget(), &l.idle.gaps);
     let may_linger = !l.shared.idle.spin_budget().is_zero();
-    // When this idle stretch began lingering (`OUTSIDE_LINGER`).
-    let mut linger: Option<std::time::Instant> = None;
+    // This idle stretch's lingering place, if any (`OUTSIDE_LINGER`).
+    let mut linger = crate::outside::Linger::default();
     let mut empty = 0u32;
     let mut busy = 0u32;
     let (mut hook_gen, mut hook) = (0, None);
@@ -250,9 +250,7 @@ pub(crate) fn run_core(local: CoreLocal) {
     loop {
         if l.poll() > 0 {
             budget.found();
-            if linger.take().is_some() {
-                crate::outside::linger_end();
-            }
+            linger.end();
             busy = busy.wrapping_add(1);
             if busy % CLOSE_CHECK_EVERY == 0 && l.shared.closing.load(Ordering::Acquire) {
                 break;
@@ -295,31 +293,21 @@ pub(crate) fn run_core(local: CoreLocal) {
         } else if budget.spin() {
             continue;
         }
-        if may_linger
-            && crate::outside::outside_waiting()
-            && (linger.is_some() || crate::outside::linger_begin())
-        {
-            let now = std::time::Instant::now();
-            if now.duration_since(*linger.get_or_insert(now)) < OUTSIDE_LINGER {
-                if Awake::crowded() {
-                    manycore_sync::thread::yield_now();
-                } else {
-                    std::hint::spin_loop();
-                }
-                continue;
+        if may_linger && linger.go_on(OUTSIDE_LINGER) {
+            if Awake::crowded() {
+                manycore_sync::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
             }
+            continue;
         }
         // The hook's pending work counts as work in the sleep re-check (see
         // `Core::wake`).
         l.sleep(&|| hook.as_ref().is_some_and(|h| h.pending(l.index)), None);
         budget.slept();
-        if linger.take().is_some() {
-            crate::outside::linger_end();
-        }
+        linger.end();
     }
-    if linger.take().is_some() {
-        crate::outside::linger_end();
-    }
+    drop(linger);
     // Leave the thread-local first: whatever dropping leftovers sends now goes
     // the outside way, which refuses (the runtime is stopping).
     drop(budget);
