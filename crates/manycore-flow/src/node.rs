@@ -15,7 +15,6 @@ use crate::here;
 use crate::mode::ModeKind;
 use crate::pending::{Body, Entry, Pending, SELF_CONTINUATION_BOUND};
 use crate::percore::PerCore;
-use crate::raw::inputs::Inputs;
 use crate::raw::owner_cell::{Owner, OwnerCell};
 use crate::raw::shared::{Block, Shared};
 use crate::raw::slot_vec::SlotVec;
@@ -48,13 +47,6 @@ pub(crate) trait AnyNode: Send + Sync + 'static {
     /// complete. Touches no registry and runs no user code (its caller
     /// holds the registry, and takes the instance out if it completes).
     fn deliver_out(&self, slot: usize, value: &mut dyn Any) -> Filled;
-    /// On the owner, for a one-input instance out of its registry: fires
-    /// with the value in `value` (an `Option<T>`) as its one input, which
-    /// never goes through its slot (through the gate, if it has one, as
-    /// `start`). False, with the value left in `value`, if it could not be
-    /// put in (as for [`Delivered::Refused`]); then the instance is as it
-    /// was. `this` is this node's own handle.
-    fn fire_one(&self, this: &NodeRef, value: &mut dyn Any) -> bool;
     /// On the owner: fires (runs the body, through the gate if it has one).
     /// `this` is this node's own handle.
     fn start(&self, this: &NodeRef);
@@ -338,37 +330,6 @@ impl<T: Send + 'static, B: Body<T>> AnyNode for Node<T, B> {
                 Some(_) => Filled::Waiting,
             })
             .unwrap_or(Filled::Refused)
-    }
-
-    fn fire_one(&self, this: &NodeRef, value: &mut dyn Any) -> bool {
-        let Some(value) = value.downcast_mut::<Option<T>>() else {
-            return false;
-        };
-        if B::GATED {
-            // Through the slot and `start`, which knows the gate.
-            let put = self.half.with(|h| {
-                let put = h.put(0, value);
-                if put == Some(0) {
-                    h.entry = Entry::Out;
-                }
-                put
-            });
-            if put.flatten() != Some(0) {
-                return false;
-            }
-            self.start(this);
-            return true;
-        }
-        let Some(body) = self.half.with(|h| h.take_one(value)).flatten() else {
-            return false;
-        };
-        let hold = RefCell::new(None);
-        let raw = RawCtx::new(self.frame.owner(), self.frame.mode, &hold);
-        body.run(
-            raw,
-            Inputs::one(value.take().unwrap_or_else(|| unreachable!())),
-        );
-        true
     }
 
     fn start(&self, this: &NodeRef) {

@@ -102,21 +102,6 @@ impl<T, B> Pending<T, B> {
         }
     }
 
-    /// For a one-input instance that `value` (holding a value) completes:
-    /// takes the body out to run it with that value; `None`, with nothing
-    /// changed, if the body is gone, there is no value, or the instance
-    /// has more than one slot or its slot is filled.
-    #[inline]
-    pub(crate) fn take_one(&mut self, value: &Option<T>) -> Option<B> {
-        if value.is_none() || self.missing != 1 || !self.slots.is_one_empty() {
-            return None;
-        }
-        let body = self.body.take()?;
-        self.missing = 0;
-        self.entry = Entry::Out;
-        Some(body)
-    }
-
     /// Puts the value in `value` into slot `slot`: `Some(missing)`, the
     /// inputs still missing after it, or `None` with the value left in
     /// `value` (the body is gone, there is no value, or the slot is taken

@@ -94,16 +94,6 @@ impl Registry {
         slot.take()
     }
 
-    /// Removes and returns the entry at `i` if it is the instance at
-    /// address `addr`.
-    #[inline]
-    pub(crate) fn take_at(&mut self, i: u32, addr: usize) -> Option<NodeRef> {
-        let slot = self.entries.get_mut(i as usize)?;
-        slot.as_ref().filter(|e| e.addr() == addr)?;
-        self.free.push(i);
-        slot.take()
-    }
-
     /// Instances pending here.
     pub(crate) fn len(&self) -> usize {
         self.entries.len() - self.free.len()

@@ -8,7 +8,7 @@ use crate::error::{SignalError, SignalErrorKind};
 use crate::here;
 use crate::mode::ModeKind;
 use crate::node::{Delivered, NodeRef};
-use crate::percore::{self, PerCore};
+use crate::percore;
 use crate::ready;
 use crate::registry;
 
@@ -81,12 +81,6 @@ fn send<T: Send + 'static>(
         // stays there until this slot is delivered, so (index, address)
         // names it there and the message needs no counted reference (no
         // read-modify-write of the count here, none on the owner).
-        // A one-input instance: this value completes it, so the owner
-        // takes it out and runs its body with the value straight away.
-        Some(i) if frame.inputs == 1 => {
-            let addr = node.addr();
-            owner.spawn(move || fire_routed(i, addr, value))
-        }
         Some(i) => {
             let addr = node.addr();
             owner.spawn(move || deliver_routed(i, addr, slot, value))
@@ -134,42 +128,4 @@ fn deliver_routed<T: Send + 'static>(i: u32, addr: usize, slot: usize, value: T)
     // A value refused (never, by the protocol) is dropped here, outside
     // the registry.
     drop(v);
-}
-
-/// On the owner core: a routed delivery of `value` to the one-input
-/// instance at registry index `i` and address `addr` (as for
-/// `deliver_routed`, the entry is that instance). The value completes it:
-/// it is taken out of the registry and fired with the value, which never
-/// goes through its slot. One visit to the core's context for the
-/// registry's take and the drain. The firing runs as the message's body,
-/// before anything it makes ready, as a completing `deliver_routed` runs
-/// it; a refusal (never, by the protocol) leaves the instance in its entry
-/// and drops the value, as `deliver_routed` does.
-fn fire_routed<T: Send + 'static>(i: u32, addr: usize, value: T) {
-    let mut v = Some(value);
-    percore::with(|pc| {
-        let Some(n) = registry::with_in(pc, |r| r.take_at(i, addr)).flatten() else {
-            return;
-        };
-        // The firing's state behind one reference, so that the closure
-        // `run_in` takes is two pointers (passed in registers).
-        let mut st = (Some(n), &mut v, i);
-        ready::run_in(pc, || fire_taken(pc, &mut st));
-    });
-    drop(v);
-}
-
-/// `fire_routed`'s firing, in its drain: runs the instance in `st.0` with
-/// the value in `st.1`; on a refusal, puts it back at its entry `st.2`.
-#[inline(always)]
-fn fire_taken<T: Send + 'static>(pc: &PerCore, st: &mut (Option<NodeRef>, &mut Option<T>, u32)) {
-    let Some(n) = st.0.take() else {
-        return;
-    };
-    if !n.fire_one(&n, st.1) {
-        // Back into the entry it came from (the registry's free list gives
-        // back the index just freed): runs no user code.
-        let back = registry::with_in(pc, |r| r.insert(n));
-        debug_assert!(back.is_none_or(|b| b == st.2));
-    }
 }

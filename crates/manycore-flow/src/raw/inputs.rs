@@ -41,19 +41,6 @@ impl<T> Inputs<T> {
         }
     }
 
-    /// The one value `v`, inline (no block).
-    #[inline]
-    pub(crate) fn one(v: T) -> Self {
-        let mut s = super::slot_vec::SlotVec::new(1);
-        if s.put(0, v).is_err() {
-            unreachable!("a fresh slot takes a value");
-        }
-        match s.into_inputs() {
-            Ok(i) => i,
-            Err(_) => unreachable!("one slot, filled"),
-        }
-    }
-
     /// Where the first value is.
     #[inline(always)]
     fn base(&self) -> *const T {

@@ -191,12 +191,6 @@ impl<T> SlotVec<T> {
         Ok(())
     }
 
-    /// Whether this is one slot, empty.
-    #[inline]
-    pub(crate) fn is_one_empty(&self) -> bool {
-        self.n == 1 && self.filled == 0
-    }
-
     /// Whether every slot holds a value.
     #[inline]
     pub(crate) fn is_full(&self) -> bool {
