@@ -4,7 +4,8 @@
 mod common;
 use common::runtime;
 use manycore_flow::{
-    FlowError, Instance, Outcome, Outside, SignalErrorKind, Slot, Template, User, MAX_INPUTS,
+    Exclusion, FlowError, Gate, Instance, Outcome, Outside, SignalErrorKind, Slot, Template, User,
+    MAX_INPUTS,
 };
 use manycore_rt::current;
 use std::sync::mpsc;
@@ -421,5 +422,70 @@ fn routed_signals_reach_instances_made_on_their_owner_and_entries_reused() {
             let err = user().continue_to(inst, 0, 1).unwrap_err();
             assert_eq!(err.kind(), SignalErrorKind::Fired);
         }
+    }
+}
+
+#[test]
+fn routed_signals_fire_one_input_instances_and_templates_on_their_owner() {
+    // One-input instances made on core 1 (closures, and instances of an
+    // exclusive template), signalled from core 0 by registry entry: each
+    // value completes its instance, which fires on core 1 with it. Rounds
+    // reuse the entries; a second signal is still refused with `Fired`
+    // (synchronously, its value given back), and reaches nothing else.
+    let rt = runtime(2);
+    let gate = Gate::new(Exclusion::Queue);
+    for round in 0..20u32 {
+        let (result, out) = mpsc::channel();
+        let on1 = rt.core(1).clone();
+        let gate = gate.clone();
+        let insts = rt
+            .core(1)
+            .call(move || {
+                let r = result.clone();
+                let t = Template::<u32, User>::exclusive(1, &gate, move |ctx, xs| {
+                    assert_eq!(ctx.core().index(), 1);
+                    let _ = r.send(xs.into_vec());
+                });
+                (0..8u32)
+                    .map(|k| {
+                        if k % 2 == 0 {
+                            return t.instance(&on1).unwrap();
+                        }
+                        let result = result.clone();
+                        Instance::<u32, User>::new(&on1, 1, move |ctx, xs| {
+                            assert_eq!(ctx.core().index(), 1);
+                            let _ = result.send(xs.into_vec());
+                        })
+                        .unwrap()
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .wait()
+            .unwrap();
+        let (done_tx, done_rx) = mpsc::channel();
+        let sent = insts.clone();
+        Instance::<(), User>::new(rt.core(0), 0, move |ctx, _| {
+            for (k, inst) in sent.iter().enumerate() {
+                ctx.continue_to(inst, 0, round * 100 + k as u32).unwrap();
+                let again = ctx.continue_to(inst, 0, 999).unwrap_err();
+                assert_eq!(again.into_value(), Some(999));
+            }
+            let _ = done_tx.send(());
+        })
+        .unwrap();
+        done_rx.recv_timeout(WAIT).unwrap();
+        let mut got = Vec::new();
+        for _ in 0..8 {
+            got.push(out.recv_timeout(WAIT).unwrap());
+        }
+        got.sort();
+        let want: Vec<_> = (0..8u32).map(|k| vec![round * 100 + k]).collect();
+        assert_eq!(got, want);
+        for inst in &insts {
+            let err = user().continue_to(inst, 0, 1).unwrap_err();
+            assert_eq!(err.kind(), SignalErrorKind::Fired);
+        }
+        let left = rt.core(1).call(manycore_flow::pending_here).wait().unwrap();
+        assert_eq!(left, 0);
     }
 }
