@@ -1,7 +1,10 @@
 //! What the dev probes in `src/bin/` share: reading their knobs (positional
-//! arguments and environment variables) and the runtime most of them use.
+//! arguments and environment variables), the runtime most of them use, and
+//! the kv probes' workload (`kv`).
 //! The workloads and statistics come from `manycore_cli`, so a probe times
 //! exactly what `manycore bench` times. See `README.md` for the probes.
+
+pub mod kv;
 
 use std::str::FromStr;
 use std::time::Duration;

@@ -16,38 +16,10 @@
 //! 'syscalls:sys_enter_sched_yield,syscalls:sys_enter_futex'`: the timed
 //! region dominates with the default size.
 
+use manycore_probes::kv::{ops, shards, switches, sync_client, Map};
 use manycore_rt::{IdlePolicy, Remote, Runtime};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
-
-type Map = HashMap<u64, u64>;
-
-fn ops(n: usize, seed: u64) -> Vec<(bool, u64)> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % 5 == 0, (x >> 8) % 65536)
-        })
-        .collect()
-}
-
-/// Voluntary and involuntary switches of one task's status file.
-fn switches(path: &str) -> (u64, u64) {
-    let s = std::fs::read_to_string(path).unwrap_or_default();
-    let get = |k: &str| {
-        s.lines()
-            .find_map(|l| l.strip_prefix(k))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0)
-    };
-    (
-        get("voluntary_ctxt_switches:"),
-        get("nonvoluntary_ctxt_switches:"),
-    )
-}
 
 /// Every task of the process whose name starts with `prefix`: summed
 /// switches.
@@ -89,7 +61,6 @@ fn placement(prefix: &str) -> String {
 /// The timed run: its time, the clients' summed switches, and the CPU
 /// each client last ran on.
 fn run(sh: &[Remote<Map>], ops: &[(bool, u64)], clients: usize) -> (Duration, (u64, u64), String) {
-    let n = sh.len() as u64;
     let per = ops.len() / clients;
     let t0 = Instant::now();
     let cs = std::thread::scope(|s| {
@@ -98,19 +69,7 @@ fn run(sh: &[Remote<Map>], ops: &[(bool, u64)], clients: usize) -> (Duration, (u
                 let part = &ops[c * per..(c + 1) * per];
                 s.spawn(move || {
                     let c0 = switches("/proc/thread-self/status");
-                    let mut sum = 0u64;
-                    for &(put, k) in part {
-                        let r = &sh[(k % n) as usize];
-                        let v = if put {
-                            r.invoke(move |m: &mut Map| m.insert(k, k)).wait().unwrap()
-                        } else {
-                            r.invoke(move |m: &mut Map| m.get(&k).copied())
-                                .wait()
-                                .unwrap()
-                        };
-                        sum = sum.wrapping_add(v.unwrap_or(0));
-                    }
-                    std::hint::black_box(sum);
+                    sync_client(sh, part);
                     let c1 = switches("/proc/thread-self/status");
                     let st = std::fs::read_to_string("/proc/thread-self/stat").unwrap_or_default();
                     let after = st.rsplit_once(')').map_or("", |x| x.1).to_string();
@@ -154,18 +113,7 @@ fn main() {
                 .idle(p)
                 .build()
                 .unwrap();
-            let sh: Vec<Remote<Map>> = (0..cores)
-                .map(|i| {
-                    rt.core(i)
-                        .place_with(move || {
-                            (0..65536u64)
-                                .filter(|k| (k % cores as u64) as usize == i)
-                                .map(|k| (k, k))
-                                .collect()
-                        })
-                        .unwrap()
-                })
-                .collect();
+            let sh = shards(&rt, cores);
             let s0: u64 = rt.stats().iter().map(|s| s.sleeps).sum();
             let k0 = tasks("kvsqcore-");
             let (d, cs, on) = run(&sh, &w, clients);
@@ -187,9 +135,5 @@ fn main() {
             rt.shutdown();
         }
     }
-    for &(name, _) in &pols {
-        let v = res.get_mut(name).unwrap();
-        v.sort_by(f64::total_cmp);
-        println!("median {name}: {:.1} ns/op", v[v.len() / 2]);
-    }
+    manycore_probes::kv::print_medians(pols.iter().map(|p| p.0), &res);
 }

@@ -10,38 +10,10 @@
 //! runs each repetition's client on a fresh thread, as the bench does).
 //! Each line also gives the client thread's context switches.
 
+use manycore_probes::kv::{ops, shards, switches, sync_client, Map};
 use manycore_rt::{IdlePolicy, Invocation, Remote, Runtime};
 use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
-
-type Map = HashMap<u64, u64>;
-
-fn ops(n: usize, seed: u64) -> Vec<(bool, u64)> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x % 5 == 0, (x >> 8) % 65536)
-        })
-        .collect()
-}
-
-fn shards(rt: &Runtime, n: usize) -> Vec<Remote<Map>> {
-    (0..n)
-        .map(|i| {
-            rt.core(i)
-                .place_with(move || {
-                    (0..65536u64)
-                        .filter(|k| (k % n as u64) as usize == i)
-                        .map(|k| (k, k))
-                        .collect()
-                })
-                .unwrap()
-        })
-        .collect()
-}
 
 fn pb(rt: &Runtime, sh: &[Remote<Map>], ops: &[(bool, u64)]) -> Duration {
     let _ = rt;
@@ -86,47 +58,15 @@ fn pb(rt: &Runtime, sh: &[Remote<Map>], ops: &[(bool, u64)]) -> Duration {
 }
 
 fn os(sh: &[Remote<Map>], ops: &[(bool, u64)], clients: usize) -> Duration {
-    let n = sh.len() as u64;
     let per = ops.len() / clients;
     let t0 = Instant::now();
     std::thread::scope(|s| {
         for c in 0..clients {
             let part = &ops[c * per..(c + 1) * per];
-            s.spawn(move || {
-                let mut sum = 0u64;
-                for &(put, k) in part {
-                    let r = &sh[(k % n) as usize];
-                    let v = if put {
-                        r.invoke(move |m: &mut Map| m.insert(k, k)).wait().unwrap()
-                    } else {
-                        r.invoke(move |m: &mut Map| m.get(&k).copied())
-                            .wait()
-                            .unwrap()
-                    };
-                    sum = sum.wrapping_add(v.unwrap_or(0));
-                }
-                std::hint::black_box(sum);
-            });
+            s.spawn(move || sync_client(sh, part));
         }
     });
     t0.elapsed()
-}
-
-/// The calling thread's voluntary and involuntary context switches (a
-/// park or futex wait is voluntary; a yield that switched, or a
-/// preemption, involuntary).
-fn ctxt() -> (u64, u64) {
-    let s = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
-    let get = |k: &str| {
-        s.lines()
-            .find_map(|l| l.strip_prefix(k))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0)
-    };
-    (
-        get("voluntary_ctxt_switches:"),
-        get("nonvoluntary_ctxt_switches:"),
-    )
 }
 
 fn main() {
@@ -167,13 +107,13 @@ fn main() {
                 // getppid marks the timed region for `perf record -e
                 // syscalls:sys_enter_getppid` (with the futex calls, say).
                 let _ = std::os::unix::process::parent_id();
-                let c0 = ctxt();
+                let c0 = switches("/proc/thread-self/status");
                 let d = if mode == "pb" {
                     pb(&rt, &sh, &w)
                 } else {
                     os(&sh, &w, clients)
                 };
-                let c1 = ctxt();
+                let c1 = switches("/proc/thread-self/status");
                 let _ = std::os::unix::process::parent_id();
                 (d, (c1.0 - c0.0, c1.1 - c0.1))
             };
@@ -198,9 +138,5 @@ fn main() {
             rt.shutdown();
         }
     }
-    for &(name, _) in &pols {
-        let v = res.get_mut(name).unwrap();
-        v.sort_by(f64::total_cmp);
-        println!("median {name}: {:.1} ns/op", v[v.len() / 2]);
-    }
+    manycore_probes::kv::print_medians(pols.iter().map(|p| p.0), &res);
 }
