@@ -19,6 +19,22 @@ fn user() -> Outside<User> {
     Outside::new()
 }
 
+/// `n` values from `rx`, sorted (each wait bounded by `WAIT`).
+fn recv_sorted<T: Ord>(rx: &mpsc::Receiver<T>, n: usize) -> Vec<T> {
+    let mut got: Vec<T> = (0..n).map(|_| rx.recv_timeout(WAIT).unwrap()).collect();
+    got.sort();
+    got
+}
+
+/// Every one of `insts` has fired: a further signal is refused with
+/// `Fired`.
+fn assert_all_fired(insts: &[Instance<u32, User>]) {
+    for inst in insts {
+        let err = user().continue_to(inst, 0, 1).unwrap_err();
+        assert_eq!(err.kind(), SignalErrorKind::Fired);
+    }
+}
+
 #[test]
 fn fires_when_every_slot_is_filled_with_values_in_slot_order() {
     let rt = runtime(2);
@@ -55,10 +71,7 @@ fn an_instance_on_each_core_runs_on_its_core() {
     for (i, inst) in insts.iter().enumerate() {
         user().continue_to(inst, 0, i).unwrap();
     }
-    let mut got: Vec<_> = (0..insts.len())
-        .map(|_| rx.recv_timeout(WAIT).unwrap())
-        .collect();
-    got.sort();
+    let got = recv_sorted(&rx, insts.len());
     assert_eq!(got, vec![(0, 0, 0), (1, 1, 1), (2, 2, 2)]);
 }
 
@@ -327,8 +340,7 @@ fn a_template_makes_many_instances_at_once() {
         user().continue_to(inst, 0, i as u64).unwrap();
     }
     square.start(rt.core(0), vec![1000, 1000]).unwrap();
-    let mut got: Vec<u64> = (0..101).map(|_| rx.recv_timeout(WAIT).unwrap()).collect();
-    got.sort();
+    let got = recv_sorted(&rx, 101);
     let mut want: Vec<u64> = (0..100).map(|i| i * i).collect();
     want.push(1_000_000);
     assert_eq!(got, want);
@@ -406,11 +418,7 @@ fn routed_signals_reach_instances_made_on_their_owner_and_entries_reused() {
         })
         .unwrap();
         done_rx.recv_timeout(WAIT).unwrap();
-        let mut got = Vec::new();
-        for _ in 0..8 {
-            got.push(out.recv_timeout(WAIT).unwrap());
-        }
-        got.sort();
+        let got = recv_sorted(&out, 8);
         let want: Vec<_> = (0..8u32)
             .map(|k| {
                 let b = round * 100 + k * 10;
@@ -418,10 +426,7 @@ fn routed_signals_reach_instances_made_on_their_owner_and_entries_reused() {
             })
             .collect();
         assert_eq!(got, want);
-        for inst in &insts {
-            let err = user().continue_to(inst, 0, 1).unwrap_err();
-            assert_eq!(err.kind(), SignalErrorKind::Fired);
-        }
+        assert_all_fired(&insts);
     }
 }
 
@@ -474,17 +479,10 @@ fn routed_signals_fire_one_input_instances_and_templates_on_their_owner() {
         })
         .unwrap();
         done_rx.recv_timeout(WAIT).unwrap();
-        let mut got = Vec::new();
-        for _ in 0..8 {
-            got.push(out.recv_timeout(WAIT).unwrap());
-        }
-        got.sort();
+        let got = recv_sorted(&out, 8);
         let want: Vec<_> = (0..8u32).map(|k| vec![round * 100 + k]).collect();
         assert_eq!(got, want);
-        for inst in &insts {
-            let err = user().continue_to(inst, 0, 1).unwrap_err();
-            assert_eq!(err.kind(), SignalErrorKind::Fired);
-        }
+        assert_all_fired(&insts);
         let left = rt.core(1).call(manycore_flow::pending_here).wait().unwrap();
         assert_eq!(left, 0);
     }
