@@ -280,17 +280,14 @@ pub(crate) fn run_core(local: CoreLocal) {
             budget.found();
             continue;
         }
-        if l.shared.roam && Awake::crowded() {
-            let t = std::time::Instant::now();
-            let spun = budget.spin();
-            if t.elapsed() >= STARVED {
-                slot = (slot + 1) % cpus.len();
-                let _ = manycore_sync::cpu::pin_current(cpus[slot]);
-            }
-            if spun {
-                continue;
-            }
-        } else if budget.spin() {
+        // A roaming core times its crowded turns (`STARVED`).
+        let turn = (l.shared.roam && Awake::crowded()).then(std::time::Instant::now);
+        let spun = budget.spin();
+        if turn.is_some_and(|t| t.elapsed() >= STARVED) {
+            slot = (slot + 1) % cpus.len();
+            let _ = manycore_sync::cpu::pin_current(cpus[slot]);
+        }
+        if spun {
             continue;
         }
         if may_linger && linger.go_on(OUTSIDE_LINGER) {
