@@ -2,7 +2,9 @@
 //! against this crate. Changes: paths (`crate::` is `rayon_core::`),
 //! `unwind::halt_unwinding` is `catch_unwind`; `workers_stop` and
 //! `sleeper_stop` wait for the workers' exit handlers instead of rayon-core's
-//! internal `Registry::wait_until_stopped`.
+//! internal `Registry::wait_until_stopped`; `yield_now_to_spawn` and
+//! `yield_local_to_spawn` yield from a worker of the global pool through
+//! `join` instead of rayon-core's internal `registry::in_worker`.
 
 mod unwind {
     #[allow(dead_code)]

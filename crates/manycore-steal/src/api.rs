@@ -255,7 +255,11 @@ where
     }
 }
 
-fn handle_panic(pool: &Pool, p: Box<dyn Any + Send>) {
+/// What a panic that nobody waits for becomes (a spawned job's, or a
+/// worker's start or exit handler's): the pool's panic handler gets it, and
+/// without one, or if the handler panics too, the process aborts, as in
+/// rayon-core.
+pub(crate) fn handle_panic(pool: &Pool, p: Box<dyn Any + Send>) {
     match &pool.panic_handler {
         Some(h) => {
             if panic::catch_unwind(AssertUnwindSafe(|| h(p))).is_err() {
@@ -264,7 +268,7 @@ fn handle_panic(pool: &Pool, p: Box<dyn Any + Send>) {
             }
         }
         None => {
-            eprintln!("manycore-steal: a spawned job panicked and the pool has no panic handler; aborting");
+            eprintln!("manycore-steal: a spawned job or a start or exit handler panicked and the pool has no panic handler; aborting");
             std::process::abort();
         }
     }

@@ -411,13 +411,19 @@ impl WorkerThread {
         }
         #[cfg(loom)]
         let _ = self.pin;
-        if let Some(h) = &self.start {
-            h(self.index);
-        }
+        // A handler that panics goes to the panic handler (or aborts the
+        // process), as in rayon-core; the worker runs on either way, so a
+        // later `broadcast` still finds every worker.
+        let handler = |h: &Option<StartHandler>| {
+            if let Some(h) = h {
+                if let Err(p) = panic::catch_unwind(panic::AssertUnwindSafe(|| h(self.index))) {
+                    crate::api::handle_panic(&self.pool, p);
+                }
+            }
+        };
+        handler(&self.start);
         idle_loop(&self.pool, self.index, self.idle_spin);
-        if let Some(h) = &self.exit {
-            h(self.index);
-        }
+        handler(&self.exit);
     }
 }
 
