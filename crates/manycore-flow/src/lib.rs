@@ -129,7 +129,7 @@ pub use mode::{ContinuesTo, Kernel, KernelInterface, Mode, ModeKind, User};
 pub use outcome::Outcome;
 pub use raw::inputs::{Inputs, IntoIter as InputsIntoIter};
 pub use reactor::{
-    eventfd, pipe, Backend, Device, IoError, IoResult, Issuer, Reactor, ReactorStats,
+    eventfd, pipe, timerfd, Backend, Device, IoError, IoResult, Issuer, Reactor, ReactorStats,
 };
 pub use template::Template;
 

@@ -5,8 +5,8 @@
 mod common;
 use common::{eventually, runtime};
 use manycore_flow::{
-    eventfd, pipe, Backend, FlowError, Instance, IoError, IoResult, Kernel, Outcome, Outside,
-    Reactor,
+    eventfd, pipe, timerfd, Backend, FlowError, Instance, IoError, IoResult, Kernel, Outcome,
+    Outside, Reactor,
 };
 use manycore_rt::current;
 use std::fs::File;
@@ -780,4 +780,51 @@ fn an_eventfd_device_that_errs_or_goes_mid_request_answers_the_receiver() {
 /// EINVAL on Linux.
 fn libc_einval() -> i32 {
     22
+}
+
+#[test]
+fn a_timerfd_is_a_device_too() {
+    // A one-shot timer answers one read with one expiry; a periodic one
+    // answers each read with the expiries since the last; ZERO expires at
+    // once and MAX never (its read is answered by the device's drop).
+    for b in backends() {
+        let rt = runtime(1);
+        let reactor = Reactor::with_backend(b).unwrap();
+        let expiries = |dev: &manycore_flow::Device| {
+            let (done, out) = Outcome::new(rt.core(0)).unwrap();
+            dev.read(&kernel(), 8, done);
+            out
+        };
+        let count = |r: Result<IoResult<Vec<u8>>, _>| match r {
+            Ok(Ok(bytes)) => u64::from_ne_bytes(bytes.try_into().unwrap()),
+            other => panic!("{b:?}: {other:?}"),
+        };
+        let once = reactor
+            .register(timerfd(Duration::from_millis(1), None).unwrap())
+            .unwrap();
+        assert_eq!(count(expiries(&once).wait_timeout(WAIT)), 1, "{b:?}");
+        let now = reactor
+            .register(timerfd(Duration::ZERO, None).unwrap())
+            .unwrap();
+        assert_eq!(count(expiries(&now).wait_timeout(WAIT)), 1, "{b:?}");
+        let tick = Duration::from_millis(2);
+        let periodic = reactor
+            .register(timerfd(tick, Some(tick)).unwrap())
+            .unwrap();
+        let mut seen = 0;
+        while seen < 3 {
+            let n = count(expiries(&periodic).wait_timeout(WAIT));
+            assert!(n >= 1, "{b:?}");
+            seen += n;
+        }
+        let never = reactor
+            .register(timerfd(Duration::MAX, Some(Duration::MAX)).unwrap())
+            .unwrap();
+        let pending = expiries(&never);
+        drop(never);
+        assert!(
+            pending.wait_timeout(WAIT) == Ok(Err(IoError::Deregistered)),
+            "{b:?}: a read of a timer that never expires is answered when its device goes"
+        );
+    }
 }

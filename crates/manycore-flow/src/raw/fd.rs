@@ -32,6 +32,35 @@ pub(crate) fn eventfd(nonblocking: bool) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// A timerfd on the monotonic clock (close-on-exec, blocking), armed to
+/// expire first after `first` (at least 1 ns: a zero `it_value` would
+/// disarm it) and then every `interval` (`None`: once). Durations beyond
+/// what a `timespec` holds saturate.
+pub(crate) fn timerfd(
+    first: std::time::Duration,
+    interval: Option<std::time::Duration>,
+) -> io::Result<OwnedFd> {
+    fn spec(d: std::time::Duration) -> libc::timespec {
+        libc::timespec {
+            tv_sec: libc::time_t::try_from(d.as_secs()).unwrap_or(libc::time_t::MAX),
+            tv_nsec: d.subsec_nanos() as libc::c_long,
+        }
+    }
+    // SAFETY: timerfd_create takes no pointers.
+    let fd = check(unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC) })?;
+    // SAFETY: timerfd_create succeeded, so `fd` is a fresh fd that nothing
+    // else owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let value = libc::itimerspec {
+        it_value: spec(first.max(std::time::Duration::from_nanos(1))),
+        it_interval: spec(interval.unwrap_or(std::time::Duration::ZERO)),
+    };
+    // SAFETY: `value` is a valid itimerspec for the kernel to read; the
+    // old value is not asked for (null); `fd` is open (owned above).
+    check(unsafe { libc::timerfd_settime(fd.as_raw_fd(), 0, &value, std::ptr::null_mut()) })?;
+    Ok(fd)
+}
+
 /// Sets or clears `O_NONBLOCK` on the file description of `fd`.
 pub(crate) fn set_nonblocking(fd: BorrowedFd<'_>, on: bool) -> io::Result<()> {
     // SAFETY: F_GETFL takes no pointer; `fd` is open while borrowed.

@@ -700,3 +700,31 @@ pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 pub fn eventfd() -> io::Result<OwnedFd> {
     crate::raw::fd::eventfd(false)
 }
+
+/// A timerfd on the monotonic clock (close-on-exec), to register as a
+/// device: it expires first after `first` and then every `interval`
+/// (`None`: once), and an 8-byte read completes at an expiry with the
+/// number of expiries since the last read (a `u64`, native endian). Every
+/// `Duration` is accepted: `ZERO` expires at once, and durations beyond
+/// what the kernel's `timespec` holds saturate (`Duration::MAX` never
+/// expires in practice).
+///
+/// ```
+/// use manycore_flow::{timerfd, Kernel, Outcome, Outside, Reactor};
+/// use manycore_rt::Runtime;
+/// use std::time::Duration;
+///
+/// let rt = Runtime::builder().cores(1).build().unwrap();
+/// let reactor = Reactor::new().unwrap();
+/// let timer = reactor.register(timerfd(Duration::from_millis(1), None).unwrap()).unwrap();
+/// let (done, expiries) = Outcome::new(rt.core(0)).unwrap();
+/// timer.read(&Outside::<Kernel>::new(), 8, done);
+/// let bytes = expiries.wait_timeout(Duration::from_secs(10)).unwrap().unwrap();
+/// assert_eq!(u64::from_ne_bytes(bytes.try_into().unwrap()), 1);
+/// ```
+pub fn timerfd(
+    first: std::time::Duration,
+    interval: Option<std::time::Duration>,
+) -> io::Result<OwnedFd> {
+    crate::raw::fd::timerfd(first, interval)
+}
