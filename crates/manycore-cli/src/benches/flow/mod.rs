@@ -80,8 +80,8 @@ pub const BENCH: Bench = Bench {
              2^15 - 1 with --quick; at most 3 repetitions), every node a task, in flow, rayon::scope, dagx (built and run on tokio) and \
              tokio spawn-and-join, as many workers as CPUs. Figure 5: system calls through \
              the Figure 4 program completed in 100 ms (20 ms with --quick) for (devices, \
-             cores) = (1,1) and (2,2), the latter only where the CPUs hold cores and \
-             spinning devices (--oversubscribe runs it anyway). Figures 7-11: 5 to 80 \
+             cores) = (1,1), (2,2) and (3,3), each only where the CPUs hold its cores and \
+             spinning devices (--oversubscribe runs them anyway). Figures 7-11: 5 to 80 \
              concurrent calls (round trip 4 us, 1 device, 2 cores), self-continuation \
              against the software queue. Livelock (Figure 6): events of 50 us of work \
              offered at 0.25x to 4x the nominal capacity for 200 ms (50 ms with --quick), \
@@ -102,7 +102,7 @@ pub const BENCH: Bench = Bench {
         },
         Opt::switch(
             "--oversubscribe",
-            "run Figure 5's (2,2) even where the CPUs are fewer than its\ncores and devices",
+            "run Figure 5's (2,2) and (3,3) even where the CPUs are fewer\nthan their cores and devices",
         ),
     ],
     expected_secs,
@@ -187,7 +187,7 @@ const LIVELOCK_WORK: Duration = Duration::from_micros(50);
 /// Figure 5's configurations that run here: (devices, cores).
 fn fig5_configs(o: &Options) -> Vec<(usize, usize)> {
     let cpus = cpu_count();
-    [(1, 1), (2, 2)]
+    [(1, 1), (2, 2), (3, 3)]
         .into_iter()
         .filter(|(d, c)| d + c <= cpus || o.switch("--oversubscribe"))
         .collect()
@@ -823,12 +823,20 @@ fn notes(recs: &[Record]) -> String {
              by the nodes.\n"
         ));
     }
-    if ran(recs, "fig5-") && !recs.iter().any(|r| r.impl_ == "devices2-cores2") {
-        s.push_str(&format!(
-            "- fig5: (2,2) not run: it needs 4 CPUs (2 cores, 2 spinning devices) and the \
-             original CPU set has {}; `--oversubscribe` runs it anyway.\n",
-            cpu_count()
-        ));
+    if ran(recs, "fig5-") {
+        let not_run: Vec<String> = [2usize, 3]
+            .into_iter()
+            .filter(|n| !recs.iter().any(|r| r.impl_ == format!("devices{n}-cores{n}")))
+            .map(|n| format!("({n},{n}) needs {} CPUs", 2 * n))
+            .collect();
+        if !not_run.is_empty() {
+            s.push_str(&format!(
+                "- fig5: not run: {} (its cores and spinning devices) and the original \
+                 CPU set has {}; `--oversubscribe` runs them anyway.\n",
+                not_run.join(", "),
+                cpu_count()
+            ));
+        }
     }
     if let Some(r) = find(recs, "ratio", "cross flow-local/core-spawn", "median") {
         s.push_str(&format!(
