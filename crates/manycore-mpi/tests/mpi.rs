@@ -6,7 +6,7 @@
 //! all ranks.
 
 use manycore_mpi::{
-    knary, remote_fn, CallError, Ctx, Error, Knary, Place, Remote, RemoteGroup, Tuning, World,
+    knary, remote_fn, Bulk, CallError, Ctx, Error, Knary, Place, Remote, RemoteGroup, Tuning, World,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -122,6 +122,27 @@ remote_fn! {
     /// Long arguments and a long result: frames longer than a posted
     /// receive.
     fn reversed(v: Vec<u8>) -> Vec<u8> { v.iter().rev().copied().collect() }
+}
+
+remote_fn! {
+    /// Typed bulk: the `u64`s seen in place (no copy), multiplied by
+    /// `scale`, and whether the copying view agrees.
+    fn scale_u64(scale: u64, data: Bulk) -> Result<Vec<u64>, String> {
+        let xs = data.as_slice::<u64>().map_err(|e| e.to_string())?;
+        if data.to_vec::<u64>().map_err(|e| e.to_string())? != xs {
+            return Err("as_slice and to_vec disagree".into());
+        }
+        Ok(xs.iter().map(|x| x.wrapping_mul(scale)).collect())
+    }
+}
+
+remote_fn! {
+    /// Typed bulk: the `f64`s back as they came (bit for bit, through the
+    /// codec of the result), and their sum.
+    fn echo_f64(_u: (), data: Bulk) -> Result<(Vec<f64>, f64), String> {
+        let xs = data.as_slice::<f64>().map_err(|e| e.to_string())?;
+        Ok((xs.to_vec(), xs.iter().sum()))
+    }
 }
 
 remote_fn! {
@@ -335,6 +356,53 @@ fn bulk(w: &World) -> Result<(), String> {
             .wait_timeout(T)
             .map_err(|e| e.to_string())?;
         ensure(r == (len, want), format!("bulk of {len}: {r:?}"))?;
+    }
+    Ok(())
+}
+
+/// Slices of plain numbers as bulk, viewed as typed slices there; a
+/// wrongly sized buffer is an error there, not undefined behaviour.
+fn typed_bulk(w: &World) -> Result<(), String> {
+    let c = |e: CallError| e.to_string();
+    let me = w.rank() as u64;
+    let next = (w.rank() + 1) % w.size();
+    for p in [w.place(next, 0), w.engine_place(next)] {
+        for len in [0usize, 1, 1000, 1 << 18] {
+            let xs: Vec<u64> = (0..len as u64)
+                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ me)
+                .collect();
+            let want: Vec<u64> = xs.iter().map(|x| x.wrapping_mul(3)).collect();
+            let r = p
+                .call_bulk(&scale_u64, 3, Bulk::from_slice(&xs))
+                .wait_timeout(T)
+                .map_err(c)?;
+            ensure(
+                r.as_ref() == Ok(&want),
+                format!("u64 bulk of {len} on {p:?}: {:?}", r.map(|v| v.len())),
+            )?;
+            let fs: Vec<f64> = (0..len)
+                .map(|i| (i as f64 + me as f64) * 0.25 - 7.5)
+                .collect();
+            let (back, sum) = p
+                .call_bulk(&echo_f64, (), Bulk::from_slice(&fs))
+                .wait_timeout(T)
+                .map_err(c)??;
+            let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            ensure(
+                bits(&back) == bits(&fs) && sum == fs.iter().sum::<f64>(),
+                format!("f64 bulk of {len} on {p:?}: {} back, sum {sum}", back.len()),
+            )?;
+        }
+        // Nine bytes are not a whole number of u64: refused by the
+        // function, and the rank lives on.
+        let r = p
+            .call_bulk(&scale_u64, 1, vec![0u8; 9])
+            .wait_timeout(T)
+            .map_err(c)?;
+        ensure(
+            r.as_ref().is_err_and(|e| e.contains("whole number")),
+            format!("9 bytes as u64 on {p:?}: {r:?}"),
+        )?;
     }
     Ok(())
 }
@@ -693,12 +761,13 @@ fn main() {
         .timeout(Duration::from_secs(60))
         .init()
         .expect("World::init");
-    let cases: [Case; 12] = [
+    let cases: [Case; 13] = [
         ("calls", calls),
         ("calls_engine_only", calls_engine_only),
         ("adaptive_waits", adaptive_waits),
         ("engine_place", engine_place),
         ("bulk", bulk),
+        ("typed_bulk", typed_bulk),
         ("faults", faults),
         ("objects", objects),
         ("method_order", method_order),
