@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The MPI tests of manycore-mpi: installs Open MPI and libclang when they
 # are missing (as root, with apt-get), builds the tests with the `mpi`
-# feature, and runs them on 2 and 4 ranks, and the registry-mismatch pair
-# as one job of two programs. Every run is bounded in time; any failure
-# stops the script with a message and a non-zero status.
+# feature, and runs them on 2 and 4 ranks, then with the world's timeout
+# at each end of `Duration`, and the registry-mismatch pair as one job of
+# two programs. Every run is bounded in time; any failure stops the script
+# with a message and a non-zero status.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -47,6 +48,11 @@ MPIRUN=(timeout --kill-after=10 180 mpirun --allow-run-as-root --oversubscribe)
 for n in 2 4; do
     say "tests/mpi.rs on $n ranks"
     "${MPIRUN[@]}" -n "$n" "$main_test" || die "tests/mpi.rs on $n ranks (status $?)"
+done
+for t in zero max; do
+    say "tests/mpi.rs on 2 ranks, the world's timeout $t"
+    "${MPIRUN[@]}" -n 2 "$main_test" --world-timeout=$t ||
+        die "tests/mpi.rs --world-timeout=$t (status $?)"
 done
 
 say "registry mismatch: programs a and b as one job must refuse to start"
