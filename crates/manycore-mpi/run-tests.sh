@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The MPI tests of manycore-mpi: installs Open MPI and libclang when they
 # are missing (as root, with apt-get), builds the tests with the `mpi`
-# feature, and runs them on 2 and 4 ranks, then with the world's timeout
+# feature, lints them and their docs (clippy and rustdoc, warnings
+# denied), and runs them on 1, 2 and 4 ranks, then with the world's timeout
 # at each end of `Duration`; then the registry-mismatch pair as one job of
 # two programs, and a job whose rank exits without finalizing (it must
 # end, failed, within its bound). Every run is bounded in time; any
@@ -9,7 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-say() { echo "== manycore-mpi: $*"; }
+# Each step's line carries the seconds since the script started.
+say() { echo "== manycore-mpi (${SECONDS}s): $*"; }
 die() { echo "manycore-mpi run-tests: FAILED: $*" >&2; exit 1; }
 
 # What a clean machine may lack: mpirun, the MPI headers (libopenmpi-dev)
@@ -30,6 +32,12 @@ if ! have_mpi; then
     have_mpi || die "Open MPI still missing after the install"
 fi
 
+say "clippy and rustdoc with the feature on, warnings denied"
+timeout 900 cargo clippy -q -p manycore-mpi --features mpi --all-targets -- -D warnings ||
+    die "clippy"
+RUSTDOCFLAGS=-Dwarnings timeout 900 cargo doc -q -p manycore-mpi --features mpi --no-deps ||
+    die "cargo doc"
+
 say "unit tests with the feature on"
 timeout 900 cargo test -q -p manycore-mpi --features mpi --lib || die "unit tests"
 
@@ -47,7 +55,7 @@ rank_exit=$(exe tests/rank_exit.rs)
     { cat "$build_log" >&2; die "test executables not found in cargo's output"; }
 
 MPIRUN=(timeout --kill-after=10 180 mpirun --allow-run-as-root --oversubscribe)
-for n in 2 4; do
+for n in 1 2 4; do
     say "tests/mpi.rs on $n ranks"
     "${MPIRUN[@]}" -n "$n" "$main_test" || die "tests/mpi.rs on $n ranks (status $?)"
 done

@@ -1,5 +1,5 @@
 //! The MPI tests: one program, run on every rank by `run-tests.sh` under
-//! `mpirun -n 2` and `-n 4` (and alone, as a one-rank world, by
+//! `mpirun -n 1`, `-n 2` and `-n 4` (and alone, as a one-rank world, by
 //! `cargo test --features mpi`), then once more with the world's timeout at
 //! each end of `Duration` (`--world-timeout=zero|max`). MPI is initialized
 //! once per process, so the cases run in sequence in one world, in the same
