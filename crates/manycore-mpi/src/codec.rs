@@ -4,6 +4,7 @@
 //! once.
 
 use bincode::Options;
+use bytemuck::{Pod, PodCastError};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -60,6 +61,40 @@ pub(crate) fn decode_prefix<T: DeserializeOwned>(bytes: &mut &[u8]) -> Result<T,
 /// straight from this vector's buffer and arrive in a vector of their own:
 /// neither side encodes or copies them. Anywhere else (a field of an
 /// ordinary argument) a `Bulk` is encoded like a byte string.
+///
+/// Besides bytes, a `Bulk` carries slices of plain data: numbers, arrays of
+/// them, or any other [`bytemuck::Pod`] type. [`Bulk::from_slice`] takes
+/// the slice's bytes in one copy, into the buffer MPI then sends from (the
+/// copy a caller filling a `Vec<u8>` would make); on the receiving side
+/// [`Bulk::as_slice`] views the received buffer as a `&[T]` without a copy,
+/// or fails with a [`CodecError`] when the buffer is not a whole number of
+/// `T` or not aligned for `T` (never undefined behaviour), and
+/// [`Bulk::to_vec`] copies it into a `Vec<T>`, at any alignment. A received
+/// buffer is a fresh heap allocation, aligned for the primitive numbers by
+/// the usual allocators, so `as_slice` is the common path and `to_vec` the
+/// portable one. The bytes are in the sender's byte order: the ranks of a
+/// job share one architecture.
+///
+/// ```
+/// use manycore_mpi::{remote_fn, Bulk};
+///
+/// remote_fn! {
+///     /// The sum of the `f64`s that travel as bulk, scaled.
+///     pub fn weighted_sum(scale: f64, data: Bulk) -> Result<f64, String> {
+///         let xs: &[f64] = data.as_slice().map_err(|e| e.to_string())?;
+///         Ok(scale * xs.iter().sum::<f64>())
+///     }
+/// }
+///
+/// let xs = [0.5f64, 1.5, 2.0];
+/// let bulk = Bulk::from_slice(&xs);
+/// assert_eq!(bulk.0.len(), 24);
+/// // With the `mpi` feature: `place.call_bulk(&weighted_sum, 2.0, bulk)`.
+/// assert_eq!(weighted_sum.run(2.0, bulk.clone()), Ok(8.0));
+/// // 24 bytes are not a whole number of `u128`s: an error, not a panic.
+/// assert!(bulk.as_slice::<u128>().is_err());
+/// assert_eq!(bulk.to_vec::<u64>().unwrap().len(), 3);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bulk(#[serde(with = "bytes")] pub Vec<u8>);
 
@@ -74,6 +109,59 @@ impl Bulk {
     pub fn into_inner(self) -> Vec<u8> {
         self.0
     }
+
+    /// The bytes of `data` (in this machine's byte order), copied once into
+    /// the vector that MPI will send from.
+    pub fn from_slice<T: Pod>(data: &[T]) -> Bulk {
+        Bulk(bytemuck::cast_slice::<T, u8>(data).to_vec())
+    }
+
+    /// The bytes as a slice of `T`, without a copy. Fails when their length
+    /// is not a whole number of `T`, or when the buffer is not aligned for
+    /// `T` (then [`to_vec`](Self::to_vec) still works).
+    pub fn as_slice<T: Pod>(&self) -> Result<&[T], CodecError> {
+        pod_slice(&self.0)
+    }
+
+    /// The bytes copied into a vector of `T`, at any alignment. Fails when
+    /// their length is not a whole number of `T`.
+    pub fn to_vec<T: Pod>(&self) -> Result<Vec<T>, CodecError> {
+        let size = std::mem::size_of::<T>();
+        if self.0.is_empty() {
+            return Ok(Vec::new());
+        }
+        if size == 0 || self.0.len() % size != 0 {
+            return Err(slop::<T>(self.0.len()));
+        }
+        let mut out = vec![T::zeroed(); self.0.len() / size];
+        bytemuck::cast_slice_mut::<T, u8>(&mut out).copy_from_slice(&self.0);
+        Ok(out)
+    }
+}
+
+/// `bytes` viewed as a slice of `T`, or why not.
+fn pod_slice<T: Pod>(bytes: &[u8]) -> Result<&[T], CodecError> {
+    if bytes.is_empty() {
+        // An empty vector's pointer is only aligned for `u8`.
+        return Ok(&[]);
+    }
+    bytemuck::try_cast_slice(bytes).map_err(|e| match e {
+        PodCastError::TargetAlignmentGreaterAndInputNotAligned => CodecError(format!(
+            "bulk of {} bytes at an address not aligned for {} (align {}); use Bulk::to_vec",
+            bytes.len(),
+            std::any::type_name::<T>(),
+            std::mem::align_of::<T>()
+        )),
+        _ => slop::<T>(bytes.len()),
+    })
+}
+
+fn slop<T>(len: usize) -> CodecError {
+    CodecError(format!(
+        "bulk of {len} bytes is not a whole number of {} ({} bytes each)",
+        std::any::type_name::<T>(),
+        std::mem::size_of::<T>()
+    ))
 }
 
 /// serde's byte-string path for `Vec<u8>` (one length and one copy, not a

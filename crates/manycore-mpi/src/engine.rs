@@ -85,6 +85,21 @@ fn level(t: Threading) -> ThreadLevel {
     }
 }
 
+/// The engine's verdict on the thread level the MPI library provides:
+/// refused below `Funneled` (the engine thread, which initialized MPI, must
+/// be able to call it while the rank's other threads run); else whether
+/// waiting threads may call MPI themselves, one at a time (`Serialized` or
+/// better).
+fn check_level(provided: ThreadLevel) -> Result<bool, Error> {
+    if provided < ThreadLevel::Funneled {
+        return Err(Error::ThreadLevel {
+            required: ThreadLevel::Funneled,
+            provided,
+        });
+    }
+    Ok(provided >= ThreadLevel::Serialized)
+}
+
 /// Starts the engine with `rt` as this rank's runtime and waits until MPI
 /// is up and the ranks agree; returns the rank's shared state.
 pub(crate) fn start(
@@ -118,15 +133,14 @@ fn engine_main(
         let _ = tx.send(Err(Error::AlreadyInitialized));
         return;
     };
-    let provided = level(provided);
-    if provided < ThreadLevel::Funneled {
-        // Every rank links the same library, so every rank refuses.
-        let _ = tx.send(Err(Error::ThreadLevel {
-            required: ThreadLevel::Funneled,
-            provided,
-        }));
-        return;
-    }
+    let serialized = match check_level(level(provided)) {
+        Ok(serialized) => serialized,
+        Err(e) => {
+            // Every rank links the same library, so every rank refuses.
+            let _ = tx.send(Err(e));
+            return;
+        }
+    };
     let world = universe.world();
     let registry = match agree(&world, rt.num_cores()) {
         Ok(r) => r,
@@ -136,7 +150,6 @@ fn engine_main(
         }
     };
     let (rank, size) = (world.rank() as usize, world.size() as usize);
-    let serialized = provided >= ThreadLevel::Serialized;
     let sh = Arc::new(Shared::new(rank, size, rt, registry, timeout, serialized));
     let _ = sh.engine.set(std::thread::current());
     // Before the first frame is dispatched: remote functions may ask for
@@ -417,3 +430,6 @@ fn lock(sh: &Shared) -> Option<std::sync::MutexGuard<'_, Progress>> {
         Err(std::sync::TryLockError::WouldBlock) => None,
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -74,7 +74,10 @@ impl<R: DeserializeOwned> GroupReduce<R> {
         self.finish(None)
     }
 
-    /// Like [`wait`](Self::wait), with one deadline for all the ranks.
+    /// Like [`wait`](Self::wait), with one deadline for all the ranks:
+    /// [`CallError::Timeout`] once it passes (the late replies are
+    /// dropped). As for [`Pending::wait_timeout`]: `Duration::ZERO` takes
+    /// only what is in, `Duration::MAX` waits without a bound.
     pub fn wait_timeout(self, timeout: Duration) -> Result<R, CallError> {
         self.finish(Instant::now().checked_add(timeout))
     }

@@ -28,10 +28,11 @@
 //!   check); `world.place(rank, core)` is a `Place`; `place.call(&f, a)`
 //!   returns a `Pending<R>` (`wait`, `wait_timeout`, `.await`);
 //!   `place.spawn` is one-way; `place.call_bulk` sends [`Bulk`] bytes beside
-//!   the arguments. `world.engine_place(rank)` is the place where a short
-//!   function runs on the thread that progresses that rank's MPI, with no
-//!   core in between: the shortest round trip (a caller waiting for it
-//!   polls MPI itself).
+//!   the arguments (bytes, or a slice of plain numbers:
+//!   [`Bulk::from_slice`], [`Bulk::as_slice`]). `world.engine_place(rank)`
+//!   is the place where a short function runs on the thread that
+//!   progresses that rank's MPI, with no core in between: the shortest
+//!   round trip (a caller waiting for it polls MPI itself).
 //! * `world.put(core, obj)` returns a `Remote<T>` that carries its rank;
 //!   `remote.call(&method, a)` runs a registered method on the object's core;
 //!   a `RemoteGroup` of such pointers, on any ranks, is invoked together
@@ -156,6 +157,9 @@ mod worker;
 #[cfg(feature = "mpi")]
 mod world;
 
+/// The `bytemuck` crate, whose [`Pod`](bytemuck::Pod) types a [`Bulk`]
+/// carries as plain data.
+pub use bytemuck;
 pub use codec::{decode, encode, Bulk, CodecError};
 pub use error::{CallError, Error, ThreadLevel};
 pub use function::{BulkFn, MethodFn, RemoteFn, TaskFn};

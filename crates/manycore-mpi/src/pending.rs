@@ -302,7 +302,11 @@ impl<T: DeserializeOwned> Pending<T> {
     }
 
     /// Like [`wait`](Self::wait), but gives up after `timeout` with
-    /// [`CallError::Timeout`]; the late reply is then dropped.
+    /// [`CallError::Timeout`]; the late reply is then dropped, and the
+    /// place serves later calls as usual. `Duration::ZERO` returns the
+    /// reply if it is in (or arrives during the first polls), else the
+    /// timeout at once; `Duration::MAX` (like any bound too long for an
+    /// `Instant`) waits without a bound, as `wait` does.
     pub fn wait_timeout(self, timeout: Duration) -> Result<T, CallError> {
         self.wait_within(Some(timeout))
     }

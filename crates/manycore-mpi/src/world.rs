@@ -46,6 +46,15 @@ impl Builder {
     /// Bounds the waits of collectives and of a distributed join's idle
     /// ranks for their partners ([`Error::Timeout`] when it expires).
     /// Default: no bound (a rank that dies aborts the job under MPI).
+    ///
+    /// Every `Duration` is accepted. `Duration::MAX`, like any bound too
+    /// long for an `Instant`, means no bound. `Duration::ZERO` means no
+    /// patience: a collective gives up with [`Error::Timeout`] as soon as
+    /// its short spin (well under a millisecond) ends without a partner's
+    /// part, and a join's root as soon as its result is not in; only ranks
+    /// in lockstep get through. Calls are bounded by their callers
+    /// ([`Pending::wait_timeout`](crate::Pending::wait_timeout)), not by
+    /// this, and so is [`World::finalize`].
     pub fn timeout(mut self, t: Duration) -> Self {
         self.timeout = Some(t);
         self

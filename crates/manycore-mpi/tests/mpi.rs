@@ -1,18 +1,21 @@
 //! The MPI tests: one program, run on every rank by `run-tests.sh` under
-//! `mpirun -n 2` and `-n 4` (and alone, as a one-rank world, by `cargo test
-//! --features mpi`). MPI is initialized once per process, so the cases run
-//! in sequence in one world, in the same order on every rank (several are
-//! collective); every wait is bounded. Rank 0 prints the verdict agreed by
-//! all ranks.
+//! `mpirun -n 1`, `-n 2` and `-n 4` (and alone, as a one-rank world, by
+//! `cargo test --features mpi`), then once more with the world's timeout at
+//! each end of `Duration` (`--world-timeout=zero|max`). MPI is initialized
+//! once per process, so the cases run in sequence in one world, in the same
+//! order on every rank (several are collective); every wait is bounded.
+//! Rank 0 prints the verdict agreed by all ranks.
 
+use manycore_mpi::mpi::collective::{CommunicatorCollectives, SystemOperation};
 use manycore_mpi::{
-    knary, remote_fn, CallError, Ctx, Error, Knary, Place, Remote, RemoteGroup, Tuning, World,
+    knary, remote_fn, Bulk, CallError, Ctx, Error, Knary, Place, Remote, RemoteGroup, Tuning, World,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The bound of every wait in these tests.
 const T: Duration = Duration::from_secs(30);
@@ -125,6 +128,27 @@ remote_fn! {
 }
 
 remote_fn! {
+    /// Typed bulk: the `u64`s seen in place (no copy), multiplied by
+    /// `scale`, and whether the copying view agrees.
+    fn scale_u64(scale: u64, data: Bulk) -> Result<Vec<u64>, String> {
+        let xs = data.as_slice::<u64>().map_err(|e| e.to_string())?;
+        if data.to_vec::<u64>().map_err(|e| e.to_string())? != xs {
+            return Err("as_slice and to_vec disagree".into());
+        }
+        Ok(xs.iter().map(|x| x.wrapping_mul(scale)).collect())
+    }
+}
+
+remote_fn! {
+    /// Typed bulk: the `f64`s back as they came (bit for bit, through the
+    /// codec of the result), and their sum.
+    fn echo_f64(_u: (), data: Bulk) -> Result<(Vec<f64>, f64), String> {
+        let xs = data.as_slice::<f64>().map_err(|e| e.to_string())?;
+        Ok((xs.to_vec(), xs.iter().sum()))
+    }
+}
+
+remote_fn! {
     /// A long argument beside bulk bytes.
     fn long_and_bulk(pad: Vec<u8>, data: Bulk) -> (usize, usize) { (pad.len(), data.0.len()) }
 }
@@ -162,6 +186,40 @@ remote_fn! {
         let mut g = LOG.lock().unwrap();
         g.get_or_insert_with(HashMap::new).remove(&from).unwrap_or_default()
     }
+}
+
+/// Opened by `open_gate`, passed by one `held` call or method each.
+static GATE: AtomicBool = AtomicBool::new(false);
+
+/// Waits (bounded by `T`) until the gate is opened, and closes it behind
+/// itself; whether it was opened.
+fn pass_gate() -> bool {
+    let start = Instant::now();
+    while !GATE.swap(false, Ordering::AcqRel) {
+        if start.elapsed() > T {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    true
+}
+
+remote_fn! {
+    /// Answers only once its rank's gate is opened: a call not yet
+    /// answered for as long as the caller likes.
+    fn held(_u: ()) -> bool { pass_gate() }
+}
+
+remote_fn! {
+    /// `held` as a method: the counter's total, once the gate is opened.
+    fn held_total(c: &mut Counter, _u: ()) -> u64 {
+        if pass_gate() { c.total } else { u64::MAX }
+    }
+}
+
+remote_fn! {
+    /// Opens its rank's gate (short: called on the engine place).
+    fn open_gate(_u: ()) -> () { GATE.store(true, Ordering::Release); }
 }
 
 /// A remote object that records what its method received, in order.
@@ -339,6 +397,53 @@ fn bulk(w: &World) -> Result<(), String> {
     Ok(())
 }
 
+/// Slices of plain numbers as bulk, viewed as typed slices there; a
+/// wrongly sized buffer is an error there, not undefined behaviour.
+fn typed_bulk(w: &World) -> Result<(), String> {
+    let c = |e: CallError| e.to_string();
+    let me = w.rank() as u64;
+    let next = (w.rank() + 1) % w.size();
+    for p in [w.place(next, 0), w.engine_place(next)] {
+        for len in [0usize, 1, 1000, 1 << 18] {
+            let xs: Vec<u64> = (0..len as u64)
+                .map(|i| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ me)
+                .collect();
+            let want: Vec<u64> = xs.iter().map(|x| x.wrapping_mul(3)).collect();
+            let r = p
+                .call_bulk(&scale_u64, 3, Bulk::from_slice(&xs))
+                .wait_timeout(T)
+                .map_err(c)?;
+            ensure(
+                r.as_ref() == Ok(&want),
+                format!("u64 bulk of {len} on {p:?}: {:?}", r.map(|v| v.len())),
+            )?;
+            let fs: Vec<f64> = (0..len)
+                .map(|i| (i as f64 + me as f64) * 0.25 - 7.5)
+                .collect();
+            let (back, sum) = p
+                .call_bulk(&echo_f64, (), Bulk::from_slice(&fs))
+                .wait_timeout(T)
+                .map_err(c)??;
+            let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            ensure(
+                bits(&back) == bits(&fs) && sum == fs.iter().sum::<f64>(),
+                format!("f64 bulk of {len} on {p:?}: {} back, sum {sum}", back.len()),
+            )?;
+        }
+        // Nine bytes are not a whole number of u64: refused by the
+        // function, and the rank lives on.
+        let r = p
+            .call_bulk(&scale_u64, 1, vec![0u8; 9])
+            .wait_timeout(T)
+            .map_err(c)?;
+        ensure(
+            r.as_ref().is_err_and(|e| e.contains("whole number")),
+            format!("9 bytes as u64 on {p:?}: {r:?}"),
+        )?;
+    }
+    Ok(())
+}
+
 fn faults(w: &World) -> Result<(), String> {
     let next = (w.rank() + 1) % w.size();
     let p = w.place(next, 0);
@@ -387,6 +492,83 @@ fn faults(w: &World) -> Result<(), String> {
         p.call(&square, 5).wait_timeout(T) == Ok(25),
         "alive at the end",
     )
+}
+
+/// `Duration::ZERO` and `Duration::MAX` as the bound of a wait: ZERO on a
+/// call not yet answered is the caller's (survivable) timeout, and the
+/// next call works; ZERO on an answered call, and MAX, give the answer.
+/// Each rank holds a call on the next rank until it opens that rank's gate.
+fn durations(w: &World) -> Result<(), String> {
+    let c = |e: CallError| e.to_string();
+    let next = (w.rank() + 1) % w.size();
+    let core = w.place(next, 0);
+    let gate = w.engine_place(next);
+    let open_later = move || {
+        let gate = gate.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            gate.call(&open_gate, ()).wait_timeout(T)
+        })
+    };
+    // Pending::wait_timeout(ZERO): the call is held there, so not answered.
+    let r = core.call(&held, ()).wait_timeout(Duration::ZERO);
+    ensure(r == Err(CallError::Timeout), format!("held, ZERO: {r:?}"))?;
+    w.engine_place(next)
+        .call(&open_gate, ())
+        .wait_timeout(T)
+        .map_err(c)?;
+    // The late reply is dropped; the next call to that core works.
+    let r = core.call(&square, 6).wait_timeout(T);
+    ensure(r == Ok(36), format!("after a ZERO timeout: {r:?}"))?;
+    // ZERO on an answered call: the answer.
+    let p = core.call(&square, 7);
+    let start = Instant::now();
+    while !p.is_finished() && start.elapsed() < T {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let r = p.wait_timeout(Duration::ZERO);
+    ensure(r == Ok(49), format!("answered, ZERO: {r:?}"))?;
+    // MAX: no bound (an `Instant` cannot hold it); the answer once opened.
+    let p = core.call(&held, ());
+    let opener = open_later();
+    let r = p.wait_timeout(Duration::MAX);
+    let opened = opener.join().map_err(|_| "opener panicked")?;
+    ensure(
+        r == Ok(true) && opened == Ok(()),
+        format!("held, MAX: {r:?}, {opened:?}"),
+    )?;
+    // GroupReduce::wait_timeout, on a group of one object of the next rank.
+    let obj: Remote<Counter> = core.call(&make_counter, 40).wait_timeout(T).map_err(c)?;
+    let g = RemoteGroup::new(vec![obj]);
+    let r = g
+        .reduce(&held_total, (), &sum_pair)
+        .wait_timeout(Duration::ZERO);
+    ensure(
+        r == Err(CallError::Timeout),
+        format!("group held, ZERO: {r:?}"),
+    )?;
+    w.engine_place(next)
+        .call(&open_gate, ())
+        .wait_timeout(T)
+        .map_err(c)?;
+    let r = g.reduce(&total, (), &sum_pair).wait_timeout(T);
+    ensure(r == Ok(40), format!("group after a ZERO timeout: {r:?}"))?;
+    let r = g.reduce(&held_total, (), &sum_pair);
+    let opener = open_later();
+    let r = r.wait_timeout(Duration::MAX);
+    let opened = opener.join().map_err(|_| "opener panicked")?;
+    ensure(
+        r == Ok(40) && opened == Ok(()),
+        format!("group held, MAX: {r:?}, {opened:?}"),
+    )?;
+    let r = RemoteGroup::<Counter>::new(vec![])
+        .reduce(&total, (), &sum_pair)
+        .wait_timeout(Duration::ZERO);
+    ensure(
+        r == Err(CallError::EmptyGroup),
+        format!("no members, ZERO: {r:?}"),
+    )?;
+    obj.free().map_err(c)
 }
 
 fn objects(w: &World) -> Result<(), String> {
@@ -685,21 +867,105 @@ fn distributed_join(w: &World) -> Result<(), String> {
 
 type Case = (&'static str, fn(&World) -> Result<(), String>);
 
+/// Set on rank 1 by rank 0 in `world_timeout_zero`.
+static LET_GO: AtomicBool = AtomicBool::new(false);
+
+remote_fn! {
+    fn let_go(_u: ()) -> () { LET_GO.store(true, Ordering::Release); }
+}
+
+/// `Builder::timeout(Duration::ZERO)` (alone, `--world-timeout=zero`):
+/// accepted; a collective gives up at once on a partner whose part is not
+/// already there, with `Error::Timeout`; calls are bounded by their
+/// callers, not by it, and `finalize` is not bounded by it.
+fn world_timeout_zero(w: &World) -> Result<(), String> {
+    let barrier = || {
+        w.with_mpi(|c| c.barrier())
+            .map_err(|e| format!("barrier: {e}"))
+    };
+    if w.size() == 1 {
+        // No partner to wait for: a collective of one rank completes.
+        let s = w
+            .all_reduce(5u64, |a, b| a + b)
+            .map_err(|e| e.to_string())?;
+        ensure(s == 5, format!("all_reduce alone: {s}"))?;
+        println!("world_timeout_zero: a late partner needs 2 ranks; skipped on 1 rank");
+    } else {
+        // Rank 1 enters the reduce only once rank 0, its root, has left
+        // it: rank 0 cannot have its part in time.
+        if w.rank() == 1 {
+            let start = Instant::now();
+            while !LET_GO.load(Ordering::Acquire) && start.elapsed() < T {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+        let r = w.reduce(w.rank() as u64, |a, b| a + b);
+        if w.rank() == 0 {
+            let go = w.engine_place(1).call(&let_go, ()).wait_timeout(T);
+            ensure(
+                matches!(r, Err(Error::Timeout(_))) && go.is_ok(),
+                format!("root of a reduce, its partner late: {r:?} ({go:?})"),
+            )?;
+        }
+        barrier()?;
+    }
+    let next = (w.rank() + 1) % w.size();
+    let r = w.place(next, 0).call(&square, 8).wait_timeout(T);
+    ensure(r == Ok(64), format!("a call after: {r:?}"))
+}
+
+/// Every rank's verdict on a case, for rank 0 to report: by a collective of
+/// this crate, or (`raw`, when the world's timeout is zero and such a
+/// collective need not wait for a late rank) by a blocking MPI one, which
+/// only counts the failures.
+fn verdicts(world: &World, r: &Result<(), String>, raw: bool) -> Vec<Option<String>> {
+    if !raw {
+        return world
+            .all_reduce(vec![r.clone().err()], |mut a, b| {
+                a.extend(b);
+                a
+            })
+            .expect("verdicts");
+    }
+    let failed = i32::from(r.is_err());
+    let n = world
+        .with_mpi(move |c| {
+            let mut n = 0i32;
+            c.all_reduce_into(&failed, &mut n, SystemOperation::sum());
+            n
+        })
+        .expect("verdicts");
+    (0..n)
+        .map(|_| Some("failed on some rank (see stderr)".to_string()))
+        .collect()
+}
+
 fn main() {
     // Several cases panic on purpose: one line each, no backtrace.
     std::panic::set_hook(Box::new(|info| eprintln!("panic: {info}")));
+    // `--world-timeout=zero|max`: the world's timeout at the ends of
+    // `Duration`, with the cases below (a world per process: one run each).
+    let edge = std::env::args().find_map(|a| a.strip_prefix("--world-timeout=").map(str::to_owned));
+    let timeout = match edge.as_deref() {
+        None => Duration::from_secs(60),
+        Some("zero") => Duration::ZERO,
+        Some("max") => Duration::MAX,
+        Some(other) => panic!("--world-timeout={other}: zero or max"),
+    };
     let world = World::builder()
         .cores(2)
-        .timeout(Duration::from_secs(60))
+        .timeout(timeout)
         .init()
         .expect("World::init");
-    let cases: [Case; 12] = [
+    let all: [Case; 14] = [
         ("calls", calls),
         ("calls_engine_only", calls_engine_only),
         ("adaptive_waits", adaptive_waits),
         ("engine_place", engine_place),
         ("bulk", bulk),
+        ("typed_bulk", typed_bulk),
         ("faults", faults),
+        ("durations", durations),
         ("objects", objects),
         ("method_order", method_order),
         ("groups", groups),
@@ -707,17 +973,22 @@ fn main() {
         ("collectives_stream", collectives_stream),
         ("distributed_join", distributed_join),
     ];
+    let cases: Vec<Case> = match edge.as_deref() {
+        None => all.to_vec(),
+        // No bound: what waits for partners, and the waits of callers.
+        Some("max") => all
+            .into_iter()
+            .filter(|(n, _)| ["collectives", "durations", "distributed_join"].contains(n))
+            .collect(),
+        Some(_) => vec![("world_timeout_zero", world_timeout_zero)],
+    };
+    let raw = edge.as_deref() == Some("zero");
     let mut cases_failed = 0u64;
-    for (name, case) in cases {
+    for &(name, case) in &cases {
         let r = catch_unwind(AssertUnwindSafe(|| case(&world)))
             .unwrap_or_else(|_| Err("panicked".into()));
         // Every rank's verdict, so rank 0 reports them all.
-        let verdicts = world
-            .all_reduce(vec![r.clone().err()], |mut a, b| {
-                a.extend(b);
-                a
-            })
-            .expect("verdicts");
+        let verdicts = verdicts(&world, &r, raw);
         if let Err(m) = &r {
             eprintln!("rank {}: {name}: {m}", world.rank());
         }

@@ -69,3 +69,71 @@ fn a_pair_encodes_as_its_halves_one_after_the_other() {
     halves.extend(encode(&b).unwrap());
     assert_eq!(encode(&(a, b)).unwrap(), halves);
 }
+
+#[test]
+fn bulk_from_a_slice_of_numbers_and_back() {
+    let xs: Vec<u64> = (0..1000).map(|i| i * 0x0101_0101_0101).collect();
+    let b = Bulk::from_slice(&xs);
+    assert_eq!(b.0.len(), 8 * xs.len());
+    assert_eq!(b.as_slice::<u64>().unwrap(), &xs[..]);
+    assert_eq!(b.to_vec::<u64>().unwrap(), xs);
+    let fs = [0.5f64, -0.0, f64::MAX, f64::MIN_POSITIVE, f64::NAN];
+    let b = Bulk::from_slice(&fs);
+    let back = b.to_vec::<f64>().unwrap();
+    let bits = |v: &[f64]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&back), bits(&fs));
+    assert_eq!(bits(b.as_slice::<f64>().unwrap()), bits(&fs));
+    // Other widths view the same bytes.
+    assert_eq!(b.as_slice::<u32>().unwrap().len(), 10);
+    assert_eq!(
+        Bulk::from_slice::<u16>(&[]).as_slice::<u64>().unwrap(),
+        &[] as &[u64]
+    );
+    assert_eq!(Bulk::default().to_vec::<f64>().unwrap(), Vec::<f64>::new());
+}
+
+#[test]
+fn bulk_of_the_wrong_size_is_an_error() {
+    let b = Bulk(vec![0; 9]);
+    let e = b.as_slice::<u64>().unwrap_err();
+    assert!(e.0.contains("not a whole number of u64"), "{e}");
+    assert!(b.to_vec::<u64>().is_err());
+    assert!(b.to_vec::<()>().is_err());
+    assert!(b.as_slice::<()>().is_err());
+    assert_eq!(b.as_slice::<u8>().unwrap().len(), 9);
+}
+
+#[test]
+fn misaligned_bytes_are_an_error_not_ub() {
+    let xs = [1u64, 2, 3];
+    let bytes: &[u8] = bytemuck::cast_slice(&xs);
+    // One byte in: never aligned for u64, though 16 bytes are two u64s.
+    let off = &bytes[1..17];
+    let e = pod_slice::<u64>(off).unwrap_err();
+    assert!(e.0.contains("not aligned"), "{e}");
+    // Copying works at any alignment.
+    let v = Bulk(off.to_vec()).to_vec::<u64>().unwrap();
+    assert_eq!(v.len(), 2);
+    assert_eq!(pod_slice::<u64>(&bytes[8..]).unwrap(), &[2, 3]);
+}
+
+proptest::proptest! {
+    /// Any bytes viewed as any width: the right slice or an error, never
+    /// a panic; the view and the copy agree.
+    #[test]
+    fn bulk_views_never_panic(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..64), skip in 0usize..8) {
+        let skip = skip.min(bytes.len());
+        let b = Bulk(bytes[skip..].to_vec());
+        match b.as_slice::<u32>() {
+            Ok(v) => {
+                proptest::prop_assert_eq!(v.len() * 4, b.0.len());
+                proptest::prop_assert_eq!(v, &b.to_vec::<u32>().unwrap()[..]);
+            }
+            Err(_) => proptest::prop_assert!(b.0.len() % 4 != 0 || b.0.as_ptr() as usize % 4 != 0),
+        }
+        let view = pod_slice::<u64>(&bytes[skip..]);
+        if let Ok(v) = view {
+            proptest::prop_assert_eq!(bytemuck::cast_slice::<u64, u8>(v), &bytes[skip..]);
+        }
+    }
+}
