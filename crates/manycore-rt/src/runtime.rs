@@ -238,6 +238,8 @@ impl Builder {
             mailboxes: (0..n).map(|_| Mailbox::new(sources)).collect(),
             new_rings: (0..n).map(|_| HandoffTable::new(sources)).collect(),
             ring_capacity: cap,
+            rings_made: AtomicU64::new(0),
+            stopping_wake: STOPPING_WAKE * n.div_ceil(cpus.len()).max(1) as u32,
             spill_limit: self.spill_limit,
             parked: (0..n).map(|_| Mutex::new(None)).collect(),
             urgent: (0..n)
@@ -345,6 +347,10 @@ pub(crate) struct CoreState {
     pub(crate) urgent_received: AtomicU64,
 }
 
+/// The longest an idle core sleeps while the runtime is stopping, when it
+/// has a CPU of its own (`Shared::stopping_wake`).
+const STOPPING_WAKE: Duration = Duration::from_millis(1);
+
 /// State shared by all cores of one runtime.
 pub(crate) struct Shared {
     pub(crate) id: u64,
@@ -361,6 +367,18 @@ pub(crate) struct Shared {
     pub(crate) new_rings: Box<[HandoffTable<Consumer<Message>>]>,
     /// Slots of every ring.
     pub(crate) ring_capacity: usize,
+    /// Rings made so far (`new_ring`; Relaxed, read only by
+    /// `Runtime::debug_rings`): a count that grows with the pairs that
+    /// talked, not with the square of the cores.
+    pub(crate) rings_made: AtomicU64,
+    /// How long an idle core sleeps at most while the runtime is stopping:
+    /// [`STOPPING_WAKE`] times the cores that share a CPU (cores / CPUs,
+    /// rounded up), so that the cores' wake-ups cost the same whatever
+    /// their number. At 1 ms each, 1024 cores on 2
+    /// CPUs would ask for a million wake-ups a second: the CPUs never
+    /// caught up, a core was always awake, and the quiescence check of
+    /// `shutdown` took seconds (minutes at 4096 cores).
+    pub(crate) stopping_wake: Duration,
     /// Messages a core may queue toward one destination (`Builder::spill_limit`).
     pub(crate) spill_limit: usize,
     /// Consumers of an exited core, for late senders to drain.
@@ -405,7 +423,10 @@ impl Shared {
 
     /// Makes a ring of `ring_capacity` slots (in cells: four per slot).
     pub(crate) fn new_ring(&self) -> Option<(Producer<Message>, Consumer<Message>)> {
-        manycore_ring::packed::channel::<Message>(self.ring_capacity * CELLS_PER_SLOT).ok()
+        let ring =
+            manycore_ring::packed::channel::<Message>(self.ring_capacity * CELLS_PER_SLOT).ok()?;
+        self.rings_made.fetch_add(1, Ordering::Relaxed);
+        Some(ring)
     }
 
     /// Drains ring (src, dst) of an exited core, dropping what was left.
@@ -703,6 +724,16 @@ impl Runtime {
                 )
             })
             .collect()
+    }
+
+    /// Rings made so far, between cores and from outside threads' lanes
+    /// to cores: one per pair that has talked.
+    ///
+    /// Only with the `internals` feature: a probe for tests, not an API.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn debug_rings(&self) -> u64 {
+        self.shared.rings_made.load(Ordering::Relaxed)
     }
 
     /// True once shutdown has begun.
