@@ -145,6 +145,36 @@ impl Builder {
     /// is full serves its own rings until the queue has room; the policy,
     /// and the one case in which a queue grows past this, are described in
     /// the [crate docs](crate#memory).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// // Small rings and a small spill: core 0 sends 10,000 messages to
+    /// // core 1 faster than they run, and serves while it waits for room
+    /// // instead of queueing them all.
+    /// let rt = manycore_rt::Runtime::builder()
+    ///     .cores(2)
+    ///     .ring_capacity(4)
+    ///     .spill_limit(8)
+    ///     .build()
+    ///     .unwrap();
+    /// let ran = Arc::new(AtomicU64::new(0));
+    /// let (c1, r) = (rt.core(1).clone(), ran.clone());
+    /// let sent = rt.core(0).call(move || {
+    ///     for _ in 0..10_000 {
+    ///         let r = r.clone();
+    ///         c1.spawn(move || {
+    ///             r.fetch_add(1, Ordering::Relaxed);
+    ///         })
+    ///         .unwrap();
+    ///     }
+    ///     // In order from one core to another: this runs after them all.
+    ///     c1.call(|| ()).wait()
+    /// });
+    /// assert_eq!(sent.wait(), Ok(Ok(())));
+    /// assert_eq!(ran.load(Ordering::Relaxed), 10_000);
+    /// ```
     pub fn spill_limit(mut self, messages: usize) -> Self {
         self.spill_limit = messages.max(1);
         self
@@ -158,6 +188,18 @@ impl Builder {
     /// [`DEFAULT_CORE_STACK`], 8 MiB, the main thread's usual size; rounded
     /// up to whole pages). A stack that cannot be had makes `build` fail
     /// with [`Error::Resource`].
+    ///
+    /// ```
+    /// use manycore_rt::{Error, Runtime};
+    ///
+    /// // Cores whose code recurses deeper than the default allows.
+    /// let rt = Runtime::builder().cores(1).stack_size(32 << 20).build().unwrap();
+    /// assert_eq!(rt.core(0).call(|| 1 + 1).wait(), Ok(2));
+    /// rt.shutdown();
+    /// // A stack larger than the address space is a resource error.
+    /// let big = Runtime::builder().cores(1).stack_size(usize::MAX).build();
+    /// assert!(matches!(big, Err(Error::Resource(_))));
+    /// ```
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = bytes;
         self
