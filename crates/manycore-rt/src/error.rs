@@ -28,6 +28,26 @@ pub enum InvokeError {
     /// when code running on an object (on the object's own core) waits for
     /// an invocation of that same object. Waiting on a call to one's own
     /// core is not an error: the core runs the call while it waits.
+    ///
+    /// ```
+    /// use manycore_rt::{current, InvokeError, Runtime};
+    ///
+    /// let rt = Runtime::builder().cores(2).build().unwrap();
+    /// let counter = rt.core(1).place(0u32).unwrap();
+    /// let me = counter.clone();
+    /// // A method that waits for another invocation of its own object: that
+    /// // one could run only after this method returns.
+    /// let r = counter.invoke(move |n| {
+    ///     *n += 1;
+    ///     me.invoke(|n| *n).wait()
+    /// });
+    /// assert_eq!(r.wait(), Ok(Err(InvokeError::WouldDeadlock)));
+    /// // The object still works.
+    /// assert_eq!(counter.invoke(|n| *n).wait(), Ok(1));
+    /// // A core waiting on a call to itself runs it while it waits.
+    /// let r = rt.core(0).call(|| current().unwrap().call(|| 2 + 2).wait());
+    /// assert_eq!(r.wait(), Ok(Ok(4)));
+    /// ```
     WouldDeadlock,
     /// A reduction over a group with no members.
     EmptyGroup,

@@ -101,7 +101,7 @@
 //!
 //! `internals` (off by default) adds items that exist for tests, benches
 //! and probes, not for users: `debug_counts`, `Runtime::debug_spill`,
-//! `Group::reduce_measured` and `Group::generation`. They are not a stable API.
+//! `Runtime::debug_rings`, `Group::reduce_measured` and `Group::generation`. They are not a stable API.
 
 #![warn(missing_docs)]
 

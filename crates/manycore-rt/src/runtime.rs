@@ -145,6 +145,36 @@ impl Builder {
     /// is full serves its own rings until the queue has room; the policy,
     /// and the one case in which a queue grows past this, are described in
     /// the [crate docs](crate#memory).
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use std::sync::Arc;
+    ///
+    /// // Small rings and a small spill: core 0 sends 10,000 messages to
+    /// // core 1 faster than they run, and serves while it waits for room
+    /// // instead of queueing them all.
+    /// let rt = manycore_rt::Runtime::builder()
+    ///     .cores(2)
+    ///     .ring_capacity(4)
+    ///     .spill_limit(8)
+    ///     .build()
+    ///     .unwrap();
+    /// let ran = Arc::new(AtomicU64::new(0));
+    /// let (c1, r) = (rt.core(1).clone(), ran.clone());
+    /// let sent = rt.core(0).call(move || {
+    ///     for _ in 0..10_000 {
+    ///         let r = r.clone();
+    ///         c1.spawn(move || {
+    ///             r.fetch_add(1, Ordering::Relaxed);
+    ///         })
+    ///         .unwrap();
+    ///     }
+    ///     // In order from one core to another: this runs after them all.
+    ///     c1.call(|| ()).wait()
+    /// });
+    /// assert_eq!(sent.wait(), Ok(Ok(())));
+    /// assert_eq!(ran.load(Ordering::Relaxed), 10_000);
+    /// ```
     pub fn spill_limit(mut self, messages: usize) -> Self {
         self.spill_limit = messages.max(1);
         self
@@ -158,6 +188,18 @@ impl Builder {
     /// [`DEFAULT_CORE_STACK`], 8 MiB, the main thread's usual size; rounded
     /// up to whole pages). A stack that cannot be had makes `build` fail
     /// with [`Error::Resource`].
+    ///
+    /// ```
+    /// use manycore_rt::{Error, Runtime};
+    ///
+    /// // Cores whose code recurses deeper than the default allows.
+    /// let rt = Runtime::builder().cores(1).stack_size(32 << 20).build().unwrap();
+    /// assert_eq!(rt.core(0).call(|| 1 + 1).wait(), Ok(2));
+    /// rt.shutdown();
+    /// // A stack larger than the address space is a resource error.
+    /// let big = Runtime::builder().cores(1).stack_size(usize::MAX).build();
+    /// assert!(matches!(big, Err(Error::Resource(_))));
+    /// ```
     pub fn stack_size(mut self, bytes: usize) -> Self {
         self.stack_size = bytes;
         self
@@ -238,6 +280,8 @@ impl Builder {
             mailboxes: (0..n).map(|_| Mailbox::new(sources)).collect(),
             new_rings: (0..n).map(|_| HandoffTable::new(sources)).collect(),
             ring_capacity: cap,
+            rings_made: AtomicU64::new(0),
+            stopping_wake: STOPPING_WAKE * n.div_ceil(cpus.len()).max(1) as u32,
             spill_limit: self.spill_limit,
             parked: (0..n).map(|_| Mutex::new(None)).collect(),
             urgent: (0..n)
@@ -345,6 +389,10 @@ pub(crate) struct CoreState {
     pub(crate) urgent_received: AtomicU64,
 }
 
+/// The longest an idle core sleeps while the runtime is stopping, when it
+/// has a CPU of its own (`Shared::stopping_wake`).
+const STOPPING_WAKE: Duration = Duration::from_millis(1);
+
 /// State shared by all cores of one runtime.
 pub(crate) struct Shared {
     pub(crate) id: u64,
@@ -361,6 +409,18 @@ pub(crate) struct Shared {
     pub(crate) new_rings: Box<[HandoffTable<Consumer<Message>>]>,
     /// Slots of every ring.
     pub(crate) ring_capacity: usize,
+    /// Rings made so far (`new_ring`; Relaxed, read only by
+    /// `Runtime::debug_rings`): a count that grows with the pairs that
+    /// talked, not with the square of the cores.
+    pub(crate) rings_made: AtomicU64,
+    /// How long an idle core sleeps at most while the runtime is stopping:
+    /// [`STOPPING_WAKE`] times the cores that share a CPU (cores / CPUs,
+    /// rounded up), so that the cores' wake-ups cost the same whatever
+    /// their number. At 1 ms each, 1024 cores on 2
+    /// CPUs would ask for a million wake-ups a second: the CPUs never
+    /// caught up, a core was always awake, and the quiescence check of
+    /// `shutdown` took seconds (minutes at 4096 cores).
+    pub(crate) stopping_wake: Duration,
     /// Messages a core may queue toward one destination (`Builder::spill_limit`).
     pub(crate) spill_limit: usize,
     /// Consumers of an exited core, for late senders to drain.
@@ -405,7 +465,10 @@ impl Shared {
 
     /// Makes a ring of `ring_capacity` slots (in cells: four per slot).
     pub(crate) fn new_ring(&self) -> Option<(Producer<Message>, Consumer<Message>)> {
-        manycore_ring::packed::channel::<Message>(self.ring_capacity * CELLS_PER_SLOT).ok()
+        let ring =
+            manycore_ring::packed::channel::<Message>(self.ring_capacity * CELLS_PER_SLOT).ok()?;
+        self.rings_made.fetch_add(1, Ordering::Relaxed);
+        Some(ring)
     }
 
     /// Drains ring (src, dst) of an exited core, dropping what was left.
@@ -703,6 +766,16 @@ impl Runtime {
                 )
             })
             .collect()
+    }
+
+    /// Rings made so far, between cores and from outside threads' lanes
+    /// to cores: one per pair that has talked.
+    ///
+    /// Only with the `internals` feature: a probe for tests, not an API.
+    #[cfg(feature = "internals")]
+    #[doc(hidden)]
+    pub fn debug_rings(&self) -> u64 {
+        self.shared.rings_made.load(Ordering::Relaxed)
     }
 
     /// True once shutdown has begun.

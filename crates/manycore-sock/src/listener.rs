@@ -154,8 +154,9 @@ impl ShmListener {
 
     /// Bounds each `accept`: after it, `accept` returns `WouldBlock`, as
     /// `accept(2)` on a socket with `SO_RCVTIMEO` does. `None` waits
-    /// forever; a zero duration is `InvalidInput`, as for the streams'
-    /// timeouts; any other, `Duration::MAX` included, is accepted.
+    /// forever; a zero duration is `InvalidInput`, std's rule for its
+    /// sockets' timeouts (kept here as for the streams'); any other,
+    /// `Duration::MAX` included, is accepted.
     pub fn set_accept_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         check_timeout(t)?;
         *lock(&self.inner.timeout) = t;

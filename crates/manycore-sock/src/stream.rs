@@ -144,7 +144,14 @@ pub(crate) fn wait_on(
     mut check: impl FnMut() -> io::Result<bool>,
 ) -> io::Result<Waited> {
     let colocated = hint.as_ref().is_some_and(SpinHint::colocated);
-    let spin = spin_for(mode, hint.as_ref(), colocated);
+    // A spin never outlasts the deadline: under a long `Hybrid` budget
+    // (under `Duration::MAX` the adaptive one starts at 4.3 s) a timeout
+    // would otherwise expire only once the spin ran out.
+    let spin = match deadline {
+        Some(d) => spin_for(mode, hint.as_ref(), colocated)
+            .min(d.saturating_duration_since(Instant::now())),
+        None => spin_for(mode, hint.as_ref(), colocated),
+    };
     let adapt = |ok: bool| adapt(mode, hint.as_ref(), ok);
     let mut first = true;
     loop {
@@ -1039,14 +1046,20 @@ impl ShmStream {
         Ok(())
     }
 
-    /// Read timeout (`None`: wait forever). A zero duration is refused, as in std.
+    /// Read timeout (`None`: wait forever). A zero duration is refused
+    /// with `InvalidInput`: that is std's rule (`UnixStream::set_read_timeout`),
+    /// kept so that code written for std behaves the same. Any other
+    /// duration, `Duration::MAX` included, is accepted and saturates.
     pub fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         check_timeout(t)?;
         *lock(&self.c.read_timeout) = t;
         Ok(())
     }
 
-    /// Write timeout (`None`: wait forever). A zero duration is refused.
+    /// Write timeout (`None`: wait forever). A zero duration is refused
+    /// with `InvalidInput`: that is std's rule (`UnixStream::set_write_timeout`),
+    /// kept so that code written for std behaves the same. Any other
+    /// duration, `Duration::MAX` included, is accepted and saturates.
     pub fn set_write_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         check_timeout(t)?;
         *lock(&self.c.write_timeout) = t;

@@ -4,7 +4,7 @@
 //! write timeout is `WouldBlock`, as from std's `UnixStream` on Linux. No
 //! test waits on a `MAX` timeout: each wait ends by data, EOF or
 //! non-blocking mode.
-use manycore_sock::{Namespace, ShmListener, ShmStream};
+use manycore_sock::{Config, Namespace, ShmListener, ShmStream, WaitMode};
 use std::io::{ErrorKind, Read, Write};
 use std::time::Duration;
 
@@ -103,4 +103,54 @@ fn expired_timeouts_are_would_block() {
         (&c2).read(&mut b).unwrap_err().kind(),
         ErrorKind::WouldBlock
     );
+}
+
+#[test]
+fn hybrid_spins_of_zero_and_max_still_exchange_messages() {
+    // The spin budget of `WaitMode::Hybrid` takes every `Duration`: ZERO
+    // sleeps at once, MAX spins until what it waits for comes (the
+    // adaptive budget then tops out at 4.3 s). Given through the
+    // listener's `Config.wait_mode` (accept and the accepted stream) and
+    // `set_wait_mode` (the connector), each side waits for the other in
+    // turn, and a read timeout still expires: a spin stops at the deadline.
+    const ROUNDS: u32 = 50;
+    for spin in [Duration::ZERO, Duration::MAX] {
+        let mode = WaitMode::Hybrid { spin };
+        let config = Config {
+            wait_mode: mode,
+            ..Config::default()
+        };
+        let l = ShmListener::bind_with(&Namespace::private().addr(0), config).unwrap();
+        let addr = l.local_addr().unwrap();
+        // `accept` waits, per the mode, for a connector that comes later.
+        let client = std::thread::spawn(move || {
+            let c = ShmStream::connect(&addr).unwrap();
+            c.set_wait_mode(mode);
+            assert_eq!(c.wait_mode(), mode);
+            let mut b = [0u8; 4];
+            for i in 0..ROUNDS {
+                (&c).read_exact(&mut b).unwrap();
+                assert_eq!(u32::from_le_bytes(b), i);
+                (&c).write_all(&(i + 1).to_le_bytes()).unwrap();
+            }
+            c
+        });
+        let (s, _) = l.accept().unwrap();
+        assert_eq!(s.wait_mode(), mode, "{spin:?}");
+        let mut b = [0u8; 4];
+        for i in 0..ROUNDS {
+            (&s).write_all(&i.to_le_bytes()).unwrap();
+            (&s).read_exact(&mut b).unwrap();
+            assert_eq!(u32::from_le_bytes(b), i + 1, "{spin:?}");
+        }
+        let c = client.join().unwrap();
+        s.set_read_timeout(Some(SHORT)).unwrap();
+        assert_eq!(
+            (&s).read(&mut b).unwrap_err().kind(),
+            ErrorKind::WouldBlock,
+            "{spin:?}"
+        );
+        drop(c);
+        assert_eq!((&s).read(&mut b).unwrap(), 0, "{spin:?}: EOF");
+    }
 }

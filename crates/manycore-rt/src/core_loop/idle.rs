@@ -126,7 +126,7 @@ impl CoreLocal {
         let t0 = Instant::now();
         // While stopping, wake now and then so that the shutdown can progress.
         let cap = if self.shared.stopping.load(Ordering::Acquire) {
-            Some(t0 + Duration::from_millis(1))
+            Some(t0 + self.shared.stopping_wake)
         } else {
             None
         };
