@@ -14,7 +14,7 @@
 //! | the same | the same | `throughput` | Mops/s | operations of all clients per second, median over repetitions |
 //! | `peers/Tt` | `std-mutex`, `std-rwlock`, `dashmap` | `median`, `throughput` | ns, Mops/s | the same two, T std threads on one shared map |
 //! | any of the above | any | `failed` | | the row stalled beyond `--secs` (1) or went wrong (2: an error, wrong results); it has no figures |
-//! | `cores-1024/available`, `cores-1024/estimate` | `manycore-sleep` | `memory` | MiB | MemAvailable at the start; the estimated ring memory |
+//! | `cores-1024/available`, `cores-1024/estimate` | `manycore-sleep` | `memory` | MiB | MemAvailable at the start; the estimated memory of the group's runtime after its calls (linear in the cores) |
 //! | `cores-1024/before` | `manycore-sleep` | `memory` | MiB | VmRSS before building |
 //! | `cores-1024/build`, `/calls`, `/shutdown` | `manycore-sleep` | `time`, `memory` | ms, MiB | how long the phase took; VmRSS after it |
 //! | `cores-1024/build` | `manycore-sleep` | `skipped` | MiB | the memory the guard asked for and did not find |
@@ -106,7 +106,8 @@ again (its clients are told to stop; one that does not within 1 s is left
 behind). cores-1024 (not in --quick unless --only names it): cores(1024)
 with Sleep, VmRSS (/proc/self/status) before, after the build, after one
 call from core 0 to every other core and back, and after shutdown; it runs
-only if MemAvailable holds 1.25 x the estimated ring memory + 512 MiB.";
+only if MemAvailable holds 1.25 x the estimated memory of that runtime
+(linear in the cores) + 512 MiB.";
 
 const OPTIONS: &[Opt] = &[
     Opt {
@@ -693,7 +694,7 @@ fn notes(recs: &[Record]) -> String {
         let _ = writeln!(
             s,
             "- cores-1024 skipped: MemAvailable {avail}, below the {need:.0} MiB the guard asks for \
-             (1.25 x the estimated ring memory + 512 MiB)."
+             (1.25 x the estimated memory of the runtime + 512 MiB)."
         );
     } else if let Some(code) = get("build", "errno") {
         let e = std::io::Error::from_raw_os_error(code as i32);
@@ -706,7 +707,7 @@ fn notes(recs: &[Record]) -> String {
         let _ = write!(
             s,
             "- cores-1024 (sleep): built in {t:.0} ms; VmRSS {before:.0} -> {rss:.0} MiB \
-             (+{:.0} MiB; rings are bound when a pair first talks: all {est:.0} MiB of them only if every pair did)",
+             (+{:.0} MiB; rings are bound when a pair first talks; estimated {est:.0} MiB after the calls)",
             rss - before
         );
         match (get("calls", "time"), get("calls", "memory")) {
