@@ -24,8 +24,11 @@
 //!
 //! Prints, per way, the median over the repetitions of ns per operation of
 //! the sender's loop and of the whole stream (first send to last arrival),
-//! and the stream's minimum (on a loaded machine, the repetition that ran
-//! with both cores to itself).
+//! the stream's minimum (on a loaded machine, the repetition that ran with
+//! both cores to itself) and its mean (stalls included, as in the bench's
+//! rows). The bench's `cross` rows run batches of about 57 000 signals
+//! (160 000 spawns) at `--secs 1 --reps 5` on a quiet machine: `N = 57000`
+//! is the bench's length.
 //!
 //! Seen on the project's 2-vCPU VM (load 6, N = 5 000 to 50 000): spawn
 //! 15-17 ns, local 59-61 ns, flow 159-450 ns (stream); figures and reading
@@ -229,9 +232,13 @@ fn main() {
         if a.is_empty() {
             continue;
         }
+        // The mean over the repetitions is what the bench's rows read (each
+        // repetition's figure there is its batches' total time over their
+        // total count): stalls count in it, as they do not in the minimum.
+        let mean = b.iter().sum::<f64>() / b.len() as f64;
         let (sa, sb) = (med(a), med(b));
         println!(
-            "{w:10} send loop {sa:8.1} ns/op   stream {sb:8.1} ns/op   (stream min {:.1})",
+            "{w:10} send loop {sa:8.1} ns/op   stream {sb:8.1} ns/op   (stream min {:.1}, mean {mean:.1})",
             b[0]
         );
     }
