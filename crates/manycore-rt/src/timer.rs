@@ -205,31 +205,5 @@ impl Future for Sleep {
     }
 }
 
-/// About a century: the deadline of a duration too long to add to the
-/// clock.
-const FAR: Duration = Duration::from_secs(100 * 365 * 86400);
-
-/// The deadline `d` from now, saturating: a duration that does not fit the
-/// clock gives a deadline a century away (or, should even that not fit,
-/// the farthest the clock can represent of a year, a day, or now).
-pub(crate) fn deadline_in(d: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(d)
-        .or_else(|| now.checked_add(FAR))
-        .or_else(|| now.checked_add(Duration::from_secs(365 * 86400)))
-        .or_else(|| now.checked_add(Duration::from_secs(86400)))
-        .unwrap_or(now)
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn deadlines_saturate() {
-        let now = Instant::now();
-        assert!(deadline_in(Duration::ZERO) >= now);
-        assert!(deadline_in(Duration::MAX) >= now + Duration::from_secs(365 * 86400));
-        assert!(deadline_in(Duration::from_secs(5)) >= now + Duration::from_secs(5));
-    }
-}
+/// The deadline `d` from now, saturating (`manycore_sync::deadline_in`).
+pub(crate) use manycore_sync::deadline_in;

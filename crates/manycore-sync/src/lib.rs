@@ -59,6 +59,7 @@ mod adaptive_spin;
 mod backoff;
 mod cache_padded;
 pub mod cpu;
+mod deadline;
 mod event_count;
 mod raw;
 
@@ -68,6 +69,7 @@ mod loom_tests;
 pub use adaptive_spin::{AdaptiveSpin, AsleepGuard, Awake, AwakeGuard, GapPredictor};
 pub use backoff::{Backoff, SpinBudget};
 pub use cache_padded::CachePadded;
+pub use deadline::deadline_in;
 pub use event_count::{EventCount, Private, Shared, SharedEventCount, Sharing, WaitKey};
 
 /// Atomics: `std::sync::atomic` normally, `loom::sync::atomic` under `--cfg loom`.

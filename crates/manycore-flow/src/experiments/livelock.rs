@@ -22,6 +22,7 @@
 
 use crate::{pipe, FlowError, Instance, IoResult, Kernel, Reactor};
 use manycore_rt::Runtime;
+use manycore_sync::deadline_in;
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::{AsFd, OwnedFd};
@@ -118,6 +119,7 @@ pub fn livelock(
         Design::Flow => Consumer::flow(rx, cores, iters, &stop, &completed)?,
         Design::ThreadPerEvent => Consumer::threads(rx, iters, &stop, &completed, &rejected),
     };
+    // A period that does not fit the clock (`Duration::MAX`) runs for a century.
     let (offered, accepted) = generate(&tx, rate, deadline_in(period));
     stop.store(true, Ordering::Relaxed);
     let done = completed.load(Ordering::Relaxed);
@@ -132,21 +134,6 @@ pub fn livelock(
         rejected: rejected.load(Ordering::Relaxed),
         period,
     })
-}
-
-/// A century: the period of a run whose own does not fit the clock.
-const FAR: Duration = Duration::from_secs(100 * 365 * 86400);
-
-/// The instant `period` from now, saturating: a period that does not fit
-/// the clock (`Duration::MAX`) runs for a century, or, should even that
-/// not fit, for the longest of a year, a day, or nothing.
-fn deadline_in(period: Duration) -> Instant {
-    let now = Instant::now();
-    now.checked_add(period)
-        .or_else(|| now.checked_add(FAR))
-        .or_else(|| now.checked_add(Duration::from_secs(365 * 86400)))
-        .or_else(|| now.checked_add(Duration::from_secs(86400)))
-        .unwrap_or(now)
 }
 
 /// The experiment's device: a pipe (read end, write end) whose write end
@@ -311,21 +298,5 @@ fn receive(
     });
     if let Ok(h) = handler {
         dev.read(ctx, 8 * BATCH, h.slot(0));
-    }
-}
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_period_gives_a_deadline() {
-        let before = Instant::now();
-        assert!(deadline_in(Duration::ZERO) >= before);
-        let far = deadline_in(Duration::MAX);
-        assert!(far >= before + Duration::from_secs(365 * 86400), "{far:?}");
-        let d = Duration::from_secs(3);
-        let t = deadline_in(d);
-        assert!(t >= before + d && t <= Instant::now() + d);
     }
 }
