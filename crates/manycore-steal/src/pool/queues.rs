@@ -216,7 +216,16 @@ impl Pool {
                 }
                 self.unsteer_self(local);
                 local.last_poll.set(0);
-                // A job is the root of a tree of its own.
+                // A job is the root of a tree of its own: its top levels
+                // are recorded, and its first recorded join serves a
+                // hungry worker at once. Otherwise a worker whose last act
+                // was a stolen piece (which disarmed eager serving) keeps
+                // the whole tree of an `install` to itself until its first
+                // tick or a kick, while the others sleep: a tree of a few
+                // long leaves (rayon's `par_iter` over 10^7 items on two
+                // workers: three joins) never ticks, and a worker that went
+                // to sleep when nobody was busy is not woken to kick.
+                local.eager.set(true);
                 let depth = local.depth.replace(0);
                 j.execute();
                 local.depth.set(depth);

@@ -68,8 +68,10 @@ pub(crate) struct Local {
     /// first heartbeat with no pool bound).
     pub(crate) checked: Cell<bool>,
     /// Whether a recorded join (of either form) serves demand at once rather
-    /// than at the next tick. Armed at every tick and whenever the result of
-    /// a stolen piece is collected (or dropped while unwinding); disarmed by
+    /// than at the next tick. Armed at every tick, whenever the result of
+    /// a stolen piece is collected (or dropped while unwinding) and when
+    /// this thread starts a queued job (spawned, injected: the root of a
+    /// tree of its own); disarmed by
     /// such an eager serve and when this thread starts a stolen job, so that
     /// two workers do not hand ever smaller pieces back and forth faster
     /// than a tick.
