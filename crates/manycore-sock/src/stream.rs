@@ -147,11 +147,10 @@ pub(crate) fn wait_on(
     // A spin never outlasts the deadline: under a long `Hybrid` budget
     // (under `Duration::MAX` the adaptive one starts at 4.3 s) a timeout
     // would otherwise expire only once the spin ran out.
-    let spin = match deadline {
-        Some(d) => spin_for(mode, hint.as_ref(), colocated)
-            .min(d.saturating_duration_since(Instant::now())),
-        None => spin_for(mode, hint.as_ref(), colocated),
-    };
+    let spin = spin_for(mode, hint.as_ref(), colocated);
+    let spin = deadline.map_or(spin, |d| {
+        spin.min(d.saturating_duration_since(Instant::now()))
+    });
     let adapt = |ok: bool| adapt(mode, hint.as_ref(), ok);
     let mut first = true;
     loop {
