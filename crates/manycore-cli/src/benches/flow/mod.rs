@@ -184,10 +184,19 @@ const LIVELOCK_X: [f64; 5] = [0.25, 0.5, 1.0, 2.0, 4.0];
 /// Work per event of the livelock curve.
 const LIVELOCK_WORK: Duration = Duration::from_micros(50);
 
-/// Figure 5's configurations that run here: (devices, cores).
+/// Figure 5's configurations: (devices, cores). Each needs a CPU per core
+/// and per spinning device.
+const FIG5_CONFIGS: [(usize, usize); 3] = [(1, 1), (2, 2), (3, 3)];
+
+/// The impl name of Figure 5's configuration (devices, cores).
+fn fig5_impl(devices: usize, cores: usize) -> String {
+    format!("devices{devices}-cores{cores}")
+}
+
+/// Figure 5's configurations that run here.
 fn fig5_configs(o: &Options) -> Vec<(usize, usize)> {
     let cpus = cpu_count();
-    [(1, 1), (2, 2), (3, 3)]
+    FIG5_CONFIGS
         .into_iter()
         .filter(|(d, c)| d + c <= cpus || o.switch("--oversubscribe"))
         .collect()
@@ -577,7 +586,7 @@ fn fig5(o: &Options, progress: &Progress, out: &mut Vec<Record>) {
             let Some(m) = got.get(&(rtt, d)).and_then(|v| median(v)) else {
                 continue;
             };
-            let imp = format!("devices{d}-cores{c}");
+            let imp = fig5_impl(d, c);
             out.push(BENCH.record(&case, &imp, "completed", m, "calls"));
             if let Some(r) = ratio(Some(m), base) {
                 out.push(BENCH.record(&case, &imp, "relative", r, "x"));
@@ -824,15 +833,15 @@ fn notes(recs: &[Record]) -> String {
         ));
     }
     if ran(recs, "fig5-") {
-        let not_run: Vec<String> = [2usize, 3]
+        let not_run: Vec<String> = FIG5_CONFIGS
             .into_iter()
-            .filter(|n| !recs.iter().any(|r| r.impl_ == format!("devices{n}-cores{n}")))
-            .map(|n| format!("({n},{n}) needs {} CPUs", 2 * n))
+            .filter(|&(d, c)| !recs.iter().any(|r| r.impl_ == fig5_impl(d, c)))
+            .map(|(d, c)| format!("({d},{c}) needs {} CPUs", d + c))
             .collect();
         if !not_run.is_empty() {
             s.push_str(&format!(
-                "- fig5: not run: {} (its cores and spinning devices) and the original \
-                 CPU set has {}; `--oversubscribe` runs them anyway.\n",
+                "- fig5: not run: {} (a CPU per core and per spinning device), and the \
+                 original CPU set has {}; `--oversubscribe` runs them anyway.\n",
                 not_run.join(", "),
                 cpu_count()
             ));
